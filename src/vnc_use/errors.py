@@ -1,0 +1,46 @@
+"""Exceptions raised by vnc-use.
+
+Every error a user can cause or meet carries a one-line message that names the problem and,
+where there is one, the fix. The CLI prints ``str(error)``; it never shows a traceback for them.
+"""
+
+from __future__ import annotations
+
+
+class VncUseError(Exception):
+    """Base class of every error vnc-use raises on purpose."""
+
+
+class ConfigError(VncUseError):
+    """Bad user input or configuration (a missing key, a malformed address, ...)."""
+
+
+class VncError(VncUseError):
+    """Something went wrong talking to the VNC server."""
+
+
+class VncConnectionError(VncError):
+    """The VNC server could not be reached, or the connection was lost."""
+
+
+class VncAuthError(VncError):
+    """The VNC server rejected the password (or asked for one that was not given)."""
+
+
+class VncTimeoutError(VncError):
+    """The VNC server did not answer within the timeout."""
+
+
+class PlannerError(VncUseError):
+    """The model could not be asked, or its answer could not be used."""
+
+
+class ApiError(PlannerError):
+    """The Gemini API answered with an error status (after any retries)."""
+
+    def __init__(self, status_code: int, status: str | None, message: str) -> None:
+        self.status_code = status_code
+        self.status = status
+        self.message = message
+        label = f"{status_code} {status}" if status else str(status_code)
+        super().__init__(f"Gemini API error {label}: {message}")
