@@ -1,0 +1,379 @@
+"""The model's action vocabulary as data: argument models, validation, grid-to-pixel math.
+
+Gemini Computer Use models answer with function calls such as ``click_at(x=500, y=300)``.
+This module declares, per model family, which functions exist and what arguments each one
+takes (an :class:`ActionTable` of pydantic models), validates a call against that table, and
+converts the model's 0-999 grid coordinates to screen pixels.
+
+Nothing outside a table may hard-code action names: newer models (Gemini 3.5 Flash) use a
+different vocabulary, which will be a second table next to :data:`GEMINI_25_TABLE`.
+
+Executing an action on a desktop is not done here (see ``backends/``); this module only says
+what a valid action looks like and where on the screen it lands.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+__all__ = [
+    "GEMINI_25_TABLE",
+    "PREDEFINED_FUNCTIONS",
+    "SAFETY_DECISION_KEY",
+    "ActionArgs",
+    "ActionError",
+    "ActionSpec",
+    "ActionTable",
+    "Coordinate",
+    "Direction",
+    "DragAndDropArgs",
+    "KeyCombinationArgs",
+    "NavigateArgs",
+    "NoArgs",
+    "PointArgs",
+    "ScrollAtArgs",
+    "ScrollDocumentArgs",
+    "TypeTextAtArgs",
+    "ValidatedAction",
+    "denorm",
+    "denorm_magnitude",
+    "denorm_x",
+    "denorm_y",
+    "split_safety_decision",
+]
+
+#: Key the model puts inside a call's ``args`` when an action needs a human's confirmation.
+SAFETY_DECISION_KEY = "safety_decision"
+
+#: The grid the model's coordinates live on: integers 0-999, scaled by ``/ 1000``.
+GRID_SIZE = 1000
+
+Coordinate = Annotated[int, Field(ge=0, le=999, description="0-999 grid coordinate")]
+"""A coordinate on the model's 1000x1000 grid (0-999), independent of the screen size."""
+
+Direction = Literal["up", "down", "left", "right"]
+"""A scroll direction."""
+
+
+# --------------------------------------------------------------------------------------
+# Argument models
+# --------------------------------------------------------------------------------------
+
+
+class ActionArgs(BaseModel):
+    """Base of every argument model: immutable, and unknown keys are an error."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class NoArgs(ActionArgs):
+    """Arguments of a function that takes none (``go_back``, ``wait_5_seconds``, ...)."""
+
+
+class NavigateArgs(ActionArgs):
+    """Arguments of ``navigate``."""
+
+    url: str
+
+
+class PointArgs(ActionArgs):
+    """A single grid point (``click_at``, ``hover_at``)."""
+
+    x: Coordinate
+    y: Coordinate
+
+
+class TypeTextAtArgs(ActionArgs):
+    """Arguments of ``type_text_at``.
+
+    [CONFLICT] in the reference notes: Google's API doc table says ``press_enter`` defaults to
+    True, but Google's reference executor (``computer-use-preview`` ``agent.py``) and the doc's
+    own Playwright sample use ``args.get("press_enter", False)``, and the reference tests pin
+    False. We follow the reference executor: a missing ``press_enter`` does NOT press Enter
+    (pressing Enter unasked can submit a form; not pressing it is the recoverable mistake).
+    ``clear_before_typing`` defaults to True in both sources.
+    """
+
+    x: Coordinate
+    y: Coordinate
+    text: str
+    press_enter: bool = False
+    clear_before_typing: bool = True
+
+
+class KeyCombinationArgs(ActionArgs):
+    """Arguments of ``key_combination``: keys joined by ``+``, e.g. ``"control+c"``."""
+
+    keys: str = Field(min_length=1)
+
+
+class ScrollDocumentArgs(ActionArgs):
+    """Arguments of ``scroll_document``."""
+
+    direction: Direction
+
+
+class ScrollAtArgs(ActionArgs):
+    """Arguments of ``scroll_at``; ``magnitude`` is on the 0-999 grid too (default 800)."""
+
+    x: Coordinate
+    y: Coordinate
+    direction: Direction
+    magnitude: Coordinate = 800
+
+
+class DragAndDropArgs(ActionArgs):
+    """Arguments of ``drag_and_drop``: from (x, y) to (destination_x, destination_y)."""
+
+    x: Coordinate
+    y: Coordinate
+    destination_x: Coordinate
+    destination_y: Coordinate
+
+
+# --------------------------------------------------------------------------------------
+# Table structures
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ActionSpec:
+    """One function the model may call: its name, argument model and a short description."""
+
+    name: str
+    args_model: type[ActionArgs]
+    description: str
+
+    def signature(self) -> str:
+        """A compact human/model-readable signature, e.g. ``click_at(x: int 0-999, ...)``."""
+        params: list[str] = []
+        for fname, finfo in self.args_model.model_fields.items():
+            ann = finfo.annotation
+            type_name = getattr(ann, "__name__", None) or str(ann)
+            if ann is int and any(getattr(m, "le", None) == 999 for m in finfo.metadata):
+                type_name = "int 0-999"
+            elif getattr(ann, "__origin__", None) is Literal:
+                type_name = "|".join(str(a) for a in ann.__args__)  # type: ignore[union-attr]
+            default = "" if finfo.is_required() else f" = {finfo.default!r}"
+            params.append(f"{fname}: {type_name}{default}")
+        return f"{self.name}({', '.join(params)})"
+
+
+@dataclass(frozen=True)
+class ValidatedAction:
+    """A call that passed validation: its spec, typed arguments and any safety decision."""
+
+    name: str
+    args: ActionArgs
+    spec: ActionSpec
+    safety_decision: dict[str, Any] | None = None
+
+    @property
+    def needs_confirmation(self) -> bool:
+        """True when the model asked for a human's confirmation before this action runs."""
+        return bool(
+            self.safety_decision and self.safety_decision.get("decision") == "require_confirmation"
+        )
+
+
+@dataclass(frozen=True)
+class ActionError:
+    """A call that cannot run; ``message`` is written for the model (sent back as ``error``).
+
+    ``kind`` is one of ``"unknown"``, ``"excluded"``, ``"invalid_args"``.
+    """
+
+    name: str
+    kind: Literal["unknown", "excluded", "invalid_args"]
+    message: str
+    safety_decision: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class ActionTable:
+    """The function vocabulary of one model family.
+
+    ``specs`` maps each function name to its :class:`ActionSpec`; ``browser_only`` names the
+    functions that only make sense in a web browser (a desktop backend may exclude them).
+    """
+
+    family: str
+    specs: Mapping[str, ActionSpec]
+    browser_only: frozenset[str] = field(default_factory=frozenset)
+
+    def __post_init__(self) -> None:
+        for key, spec in self.specs.items():
+            if key != spec.name:
+                raise ValueError(f"ActionTable {self.family}: key {key!r} != spec {spec.name!r}")
+        unknown = self.browser_only - set(self.specs)
+        if unknown:
+            raise ValueError(f"ActionTable {self.family}: unknown browser_only {sorted(unknown)}")
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """All function names, in table order."""
+        return tuple(self.specs)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.specs
+
+    def spec(self, name: str) -> ActionSpec:
+        """The spec of ``name``; raises ``KeyError`` for names not in the table."""
+        return self.specs[name]
+
+    def unknown_names(self, names: Iterable[str]) -> list[str]:
+        """The names from ``names`` that are not in this table (e.g. to check an exclude list)."""
+        return [n for n in names if n not in self.specs]
+
+    def validate(
+        self, name: str, args: Mapping[str, Any] | None, excluded: Iterable[str] = ()
+    ) -> ValidatedAction | ActionError:
+        """Validate one call; never raises for bad model output.
+
+        ``safety_decision`` is lifted out of ``args`` first (and kept on the result), so the
+        argument models can forbid every other unknown key. Unknown names, excluded names
+        and invalid arguments come back as an :class:`ActionError` whose message tells the
+        model what was wrong and what is accepted.
+        """
+        rest, decision = split_safety_decision(args)
+        excluded_set = set(excluded)
+        if name not in self.specs:
+            allowed = ", ".join(n for n in self.specs if n not in excluded_set)
+            return ActionError(
+                name,
+                "unknown",
+                f"Unknown function {name!r}. Available functions: {allowed}.",
+                decision,
+            )
+        if name in excluded_set:
+            allowed = ", ".join(n for n in self.specs if n not in excluded_set)
+            return ActionError(
+                name,
+                "excluded",
+                f"Function {name!r} is not available in this environment. Use one of: {allowed}.",
+                decision,
+            )
+        spec = self.specs[name]
+        try:
+            model = spec.args_model.model_validate(rest)
+        except ValidationError as exc:
+            problems = "; ".join(_describe_error(e) for e in exc.errors())
+            return ActionError(
+                name,
+                "invalid_args",
+                f"Invalid arguments for {name}: {problems}. Expected {spec.signature()}.",
+                decision,
+            )
+        return ValidatedAction(name, model, spec, decision)
+
+
+def _describe_error(err: Mapping[str, Any]) -> str:
+    loc = ".".join(str(p) for p in err.get("loc", ())) or "(arguments)"
+    msg = str(err.get("msg", "invalid"))
+    if err.get("type") == "missing":
+        return f"{loc}: missing"
+    if err.get("type") == "extra_forbidden":
+        return f"{loc}: unexpected argument"
+    return f"{loc}: {msg} (got {err.get('input')!r})"
+
+
+def split_safety_decision(
+    args: Mapping[str, Any] | None,
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """Return ``(args without safety_decision, safety_decision or None)``; copies ``args``.
+
+    A ``safety_decision`` that is not a dict is kept fail-safe as a confirmation request
+    (``{"decision": "require_confirmation", ...}``): a garbled safety signal must never
+    let an action run unasked.
+    """
+    rest = dict(args or {})
+    if SAFETY_DECISION_KEY not in rest:
+        return rest, None
+    raw = rest.pop(SAFETY_DECISION_KEY)
+    if raw is None:
+        return rest, None
+    if isinstance(raw, dict):
+        return rest, dict(raw)
+    return rest, {
+        "decision": "require_confirmation",
+        "explanation": f"Unrecognised safety_decision from the model: {raw!r}",
+    }
+
+
+# --------------------------------------------------------------------------------------
+# Gemini 2.5 Computer Use / Gemini 3 Flash table
+# --------------------------------------------------------------------------------------
+
+GEMINI_25_TABLE = ActionTable(
+    family="gemini-2.5-computer-use",
+    specs={
+        s.name: s
+        for s in (
+            ActionSpec("open_web_browser", NoArgs, "Open the web browser."),
+            ActionSpec("wait_5_seconds", NoArgs, "Wait 5 seconds for the screen to settle."),
+            ActionSpec("go_back", NoArgs, "Go back to the previous page."),
+            ActionSpec("go_forward", NoArgs, "Go forward to the next page."),
+            ActionSpec("search", NoArgs, "Go to the default search engine's home page."),
+            ActionSpec("navigate", NavigateArgs, "Go to a URL."),
+            ActionSpec("click_at", PointArgs, "Click at a grid point."),
+            ActionSpec("hover_at", PointArgs, "Move the pointer to a grid point."),
+            ActionSpec(
+                "type_text_at",
+                TypeTextAtArgs,
+                "Click at a grid point, optionally clear the field, type text, optionally Enter.",
+            ),
+            ActionSpec("key_combination", KeyCombinationArgs, "Press keys, e.g. 'control+c'."),
+            ActionSpec("scroll_document", ScrollDocumentArgs, "Scroll the whole page."),
+            ActionSpec("scroll_at", ScrollAtArgs, "Scroll at a grid point by a magnitude."),
+            ActionSpec("drag_and_drop", DragAndDropArgs, "Drag from one grid point to another."),
+        )
+    },
+    browser_only=frozenset({"open_web_browser", "search", "navigate", "go_back", "go_forward"}),
+)
+"""The 13 predefined functions of Gemini 2.5 Computer Use (also used by Gemini 3 Flash)."""
+
+PREDEFINED_FUNCTIONS: tuple[str, ...] = GEMINI_25_TABLE.names
+"""Names of the Gemini 2.5 predefined functions (derived from the table, never hand-written)."""
+
+
+# --------------------------------------------------------------------------------------
+# Grid -> pixels
+# --------------------------------------------------------------------------------------
+
+
+def _scale(value: int, size: int) -> int:
+    if size < 1:
+        raise ValueError(f"screen dimension must be >= 1 pixel, got {size}")
+    pixel = round(value / GRID_SIZE * size)
+    return min(max(pixel, 0), size - 1)
+
+
+def denorm_x(x: int, width: int) -> int:
+    """Grid x (0-999) to a pixel column: ``round(x / 1000 * width)`` clamped to the screen."""
+    return _scale(x, width)
+
+
+def denorm_y(y: int, height: int) -> int:
+    """Grid y (0-999) to a pixel row: ``round(y / 1000 * height)`` clamped to the screen."""
+    return _scale(y, height)
+
+
+def denorm(x: int, y: int, width: int, height: int) -> tuple[int, int]:
+    """Grid point to a pixel point on a ``width`` x ``height`` screen."""
+    return denorm_x(x, width), denorm_y(y, height)
+
+
+def denorm_magnitude(direction: Direction, magnitude: int, width: int, height: int) -> int:
+    """A grid scroll magnitude in pixels: scaled by height for up/down, by width for left/right.
+
+    As in Google's reference executor; the result is clamped like a coordinate.
+    """
+    if direction in ("up", "down"):
+        return denorm_y(magnitude, height)
+    if direction in ("left", "right"):
+        return denorm_x(magnitude, width)
+    raise ValueError(f"unknown scroll direction {direction!r}")

@@ -1,0 +1,497 @@
+"""Gemini Computer Use planner: builds requests, calls the API, parses the answer.
+
+"What does the model see?" is answered here: :meth:`GeminiComputerUse.start_contents` builds
+the first user turn, :meth:`GeminiComputerUse.build_function_response` the screenshot replies,
+and :func:`prune_screenshots` decides which images are still sent inline.
+
+The client is the real ``google-genai`` SDK. Retries of 408/429/5xx and of connection errors
+are the SDK's own (``HttpRetryOptions``); this module adds the retry of
+``MALFORMED_FUNCTION_CALL`` answers, and maps failures to :mod:`vnc_use.errors`:
+an API error status becomes :class:`~vnc_use.errors.ApiError`, an unreachable endpoint a
+:class:`~vnc_use.errors.PlannerError`, a missing key a :class:`~vnc_use.errors.ConfigError`.
+The API key never appears in an exception message or a log line.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from google import genai
+from google.genai import errors as genai_errors
+from google.genai import types
+
+from vnc_use.actions import GEMINI_25_TABLE, ActionTable, split_safety_decision
+from vnc_use.errors import ApiError, ConfigError, PlannerError
+
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "DEFAULT_MODEL",
+    "RETRY_STATUS_CODES",
+    "CustomFunction",
+    "GeminiComputerUse",
+    "Proposal",
+    "prune_screenshots",
+]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MODEL = "gemini-2.5-computer-use-preview-10-2025"
+"""The Gemini 2.5 Computer Use preview model."""
+
+DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/"
+"""Where the SDK sends Developer API requests when no base URL is configured."""
+
+RETRY_STATUS_CODES: tuple[int, ...] = (408, 429, 500, 502, 503, 504)
+"""HTTP statuses the SDK retries (with exponential backoff) before giving up."""
+
+MALFORMED = "MALFORMED_FUNCTION_CALL"
+_OMITTED_IMAGE_TEXT = "[older screenshot omitted]"
+
+
+def _network_errors() -> tuple[type[BaseException], ...]:
+    """Transport errors of httpx and of its fork httpx2 (the SDK may use either)."""
+    errs: list[type[BaseException]] = [httpx.TransportError]
+    try:
+        httpx2 = importlib.import_module("httpx2")
+    except ImportError:
+        return tuple(errs)
+    extra = getattr(httpx2, "TransportError", None)
+    if isinstance(extra, type) and issubclass(extra, BaseException):
+        errs.append(extra)
+    return tuple(errs)
+
+
+_NETWORK_ERRORS = _network_errors()
+
+
+@dataclass(frozen=True)
+class CustomFunction:
+    """A function of your own that the model may call next to the predefined ones.
+
+    ``declaration`` is sent to the model in a second tool (``function_declarations``);
+    ``fn`` is called with the call's arguments as keywords and returns a plain JSON-able dict,
+    which is sent back as the function response (no screenshot).
+    """
+
+    name: str
+    declaration: types.FunctionDeclaration
+    fn: Callable[..., dict[str, Any]]
+
+    def __post_init__(self) -> None:
+        if self.declaration.name != self.name:
+            raise ConfigError(
+                f"CustomFunction {self.name!r}: declaration is named {self.declaration.name!r}"
+            )
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """What the model proposed in one turn.
+
+    - ``calls``: every function call of the first candidate, in order (see
+      :meth:`GeminiComputerUse.extract_function_calls`); empty means the model is done.
+    - ``text``: the visible text parts joined by spaces (thought parts excluded).
+    - ``finish_reason``: e.g. ``"STOP"``, ``"MALFORMED_FUNCTION_CALL"``, ``"SAFETY"``;
+      ``"NO_CANDIDATES"`` when the answer had no candidate (``"PROMPT_BLOCKED:<reason>"`` when
+      the prompt was blocked); ``None`` when the candidate did not say.
+    - ``usage``: token counts (``prompt_token_count``, ``total_token_count``, ...) or None.
+    - ``model_content``: the candidate's content, to append to the history unchanged (it
+      carries ``thought_signature`` bytes that newer models require back).
+    - ``response_json``: the whole response as a JSON-able dict (bytes as base64).
+    - ``thoughts``: thought-summary text (only when ``include_thoughts`` is on).
+    """
+
+    calls: list[dict[str, Any]]
+    text: str
+    finish_reason: str | None
+    usage: dict[str, int] | None
+    model_content: types.Content | None
+    response_json: dict[str, Any]
+    thoughts: str = ""
+
+
+class GeminiComputerUse:
+    """Planner for Gemini Computer Use models through the ``google-genai`` SDK.
+
+    ``excluded_actions`` are predefined functions the model must not use (sent as
+    ``excluded_predefined_functions``); ``custom_functions`` add your own. ``api_key`` falls
+    back to ``GOOGLE_API_KEY`` then ``GEMINI_API_KEY`` (as the SDK does); ``base_url`` falls
+    back to the SDK's own ``GOOGLE_GEMINI_BASE_URL`` handling. The HTTP client is created on
+    first use, so constructing a planner never touches the network or needs a key.
+    """
+
+    action_table: ActionTable = GEMINI_25_TABLE
+
+    def __init__(
+        self,
+        excluded_actions: list[str] | None = None,
+        model: str = DEFAULT_MODEL,
+        include_thoughts: bool = False,
+        custom_functions: list[CustomFunction] | None = None,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        api_version: str | None = None,
+        retry_attempts: int = 5,
+        retry_initial_delay: float = 1.0,
+        retry_max_delay: float = 30.0,
+        http_timeout_s: float = 120.0,
+        max_malformed_retries: int = 3,
+        keep_screenshots: int = 3,
+        environment: str = "ENVIRONMENT_BROWSER",
+    ) -> None:
+        self.model = model
+        self.excluded_actions: list[str] = list(excluded_actions or [])
+        self.include_thoughts = include_thoughts
+        self.custom_functions: dict[str, CustomFunction] = {}
+        self.retry_attempts = retry_attempts
+        self.retry_initial_delay = retry_initial_delay
+        self.retry_max_delay = retry_max_delay
+        self.http_timeout_s = http_timeout_s
+        self.max_malformed_retries = max_malformed_retries
+        self.keep_screenshots = keep_screenshots
+        self._api_key = api_key
+        self._base_url = base_url
+        self._api_version = api_version
+        self._client: genai.Client | None = None
+        self._resolved_key: str | None = None
+
+        self._check_settings(environment)
+        for cf in custom_functions or []:
+            if cf.name in self.custom_functions:
+                raise ConfigError(f"Custom function {cf.name!r} is declared twice.")
+            if cf.name in self.action_table and cf.name not in self.excluded_actions:
+                raise ConfigError(
+                    f"Custom function {cf.name!r} clashes with a predefined function; "
+                    f"exclude the predefined one (excluded_actions) or rename yours."
+                )
+            self.custom_functions[cf.name] = cf
+
+        tools: types.ToolListUnion = [
+            types.Tool(
+                computer_use=types.ComputerUse(
+                    environment=types.Environment(environment),
+                    excluded_predefined_functions=list(self.excluded_actions) or None,
+                )
+            )
+        ]
+        if self.custom_functions:
+            tools.append(
+                types.Tool(
+                    function_declarations=[cf.declaration for cf in self.custom_functions.values()]
+                )
+            )
+        self.config: types.GenerateContentConfig = types.GenerateContentConfig(
+            tools=tools,
+            thinking_config=types.ThinkingConfig(include_thoughts=include_thoughts),
+        )
+
+    def _check_settings(self, environment: str) -> None:
+        unknown = self.action_table.unknown_names(self.excluded_actions)
+        if unknown:
+            raise ConfigError(
+                f"Unknown excluded action(s) {', '.join(unknown)}; "
+                f"known: {', '.join(self.action_table.names)}."
+            )
+        valid_envs = [e.value for e in types.Environment]
+        if environment not in valid_envs:
+            raise ConfigError(
+                f"Unknown environment {environment!r}; use one of {', '.join(valid_envs)}."
+            )
+        if self.retry_attempts < 1:
+            raise ConfigError("retry_attempts must be >= 1 (1 means no retry).")
+        if self.max_malformed_retries < 0:
+            raise ConfigError("max_malformed_retries must be >= 0.")
+        if self.keep_screenshots < 0:
+            raise ConfigError("keep_screenshots must be >= 0.")
+        if self.http_timeout_s <= 0:
+            raise ConfigError("http_timeout_s must be > 0.")
+
+    # ------------------------------------------------------------------ client
+
+    @property
+    def base_url(self) -> str:
+        """The endpoint requests go to (explicit, else ``GOOGLE_GEMINI_BASE_URL``, else Google)."""
+        return self._base_url or os.environ.get("GOOGLE_GEMINI_BASE_URL") or DEFAULT_BASE_URL
+
+    def _resolve_key(self) -> str:
+        # Mirrors google.genai._api_client.get_env_api_key: GOOGLE_API_KEY wins over
+        # GEMINI_API_KEY (the SDK logs a warning when both are set); empty means unset.
+        key = (
+            self._api_key
+            or os.environ.get("GOOGLE_API_KEY")
+            or os.environ.get("GEMINI_API_KEY")
+            or ""
+        ).strip()
+        if not key:
+            raise ConfigError(
+                "No Gemini API key: set GOOGLE_API_KEY (or GEMINI_API_KEY), or pass api_key=. "
+                "Get one at https://aistudio.google.com/apikey."
+            )
+        return key
+
+    @property
+    def client(self) -> genai.Client:
+        """The SDK client, created on first use (raises ConfigError when no key is set)."""
+        if self._client is None:
+            key = self._resolve_key()
+            retry = types.HttpRetryOptions(
+                attempts=self.retry_attempts,
+                initial_delay=self.retry_initial_delay,
+                max_delay=self.retry_max_delay,
+                exp_base=2,
+                # The SDK's default jitter is a flat 1 s; scale it with the configured delay.
+                jitter=min(1.0, self.retry_initial_delay),
+                http_status_codes=list(RETRY_STATUS_CODES),
+            )
+            http_options = types.HttpOptions(
+                base_url=self._base_url,  # None: the SDK reads GOOGLE_GEMINI_BASE_URL itself
+                api_version=self._api_version,
+                timeout=int(self.http_timeout_s * 1000),
+                retry_options=retry,
+            )
+            # vertexai=False: this planner speaks the Gemini Developer API with an API key,
+            # whatever GOOGLE_GENAI_USE_VERTEXAI says.
+            self._client = genai.Client(vertexai=False, api_key=key, http_options=http_options)
+            self._resolved_key = key
+            logger.debug("Gemini client ready: base_url=%s model=%s", self.base_url, self.model)
+        return self._client
+
+    def _redact(self, text: str) -> str:
+        for secret in (self._resolved_key, self._api_key):
+            if secret:
+                text = text.replace(secret, "***")
+        return text
+
+    # ------------------------------------------------------------------ requests
+
+    def start_contents(
+        self, task: str, maybe_initial_png: bytes | None = None
+    ) -> list[types.Content]:
+        """The first user turn: the task text, plus the current screen as PNG when given."""
+        parts = [types.Part(text=task)]
+        if maybe_initial_png is not None:
+            parts.append(types.Part.from_bytes(data=maybe_initial_png, mime_type="image/png"))
+        return [types.Content(role="user", parts=parts)]
+
+    def generate(
+        self,
+        contents: list[types.Content],
+        config: types.GenerateContentConfig | None = None,
+    ) -> types.GenerateContentResponse:
+        """One ``generateContent`` call (with the SDK's retries); errors mapped to ours."""
+        client = self.client
+        try:
+            return client.models.generate_content(
+                model=self.model, contents=contents, config=config or self.config
+            )
+        except genai_errors.APIError as exc:
+            message = self._redact(str(exc.message or exc.details or "").replace("\n", " "))
+            logger.warning("Gemini API error %s %s: %s", exc.code, exc.status, message)
+            raise ApiError(int(exc.code), exc.status, message) from None
+        except _NETWORK_ERRORS as exc:
+            detail = self._redact(f"{type(exc).__name__}: {exc}".replace("\n", " "))
+            logger.warning("Gemini API unreachable at %s: %s", self.base_url, detail)
+            raise PlannerError(
+                f"Cannot reach the Gemini API at {self.base_url} ({detail}); check the network "
+                f"or the base URL (GOOGLE_GEMINI_BASE_URL)."
+            ) from None
+
+    def propose(self, contents: list[types.Content]) -> Proposal:
+        """Ask the model for its next actions.
+
+        A ``MALFORMED_FUNCTION_CALL`` answer without calls is asked again with the same
+        history (as Google's reference agent does), at most ``max_malformed_retries`` times;
+        after that a :class:`PlannerError` is raised.
+        """
+        for attempt in range(self.max_malformed_retries + 1):
+            proposal = self.parse_response(self.generate(contents))
+            if proposal.finish_reason != MALFORMED or proposal.calls:
+                return proposal
+            logger.info(
+                "Model returned %s without calls (attempt %d of %d); asking again.",
+                MALFORMED,
+                attempt + 1,
+                self.max_malformed_retries + 1,
+            )
+        raise PlannerError(
+            f"The model returned {MALFORMED} {self.max_malformed_retries + 1} times in a row; "
+            f"giving up on this step."
+        )
+
+    # ------------------------------------------------------------------ responses
+
+    def parse_response(self, response: types.GenerateContentResponse) -> Proposal:
+        """Turn a raw response into a :class:`Proposal` (never raises on odd shapes)."""
+        response_json = response.model_dump(mode="json", exclude_none=True)
+        usage = _usage(response)
+        candidates = response.candidates or []
+        if not candidates:
+            reason = "NO_CANDIDATES"
+            feedback = response.prompt_feedback
+            if feedback is not None and feedback.block_reason is not None:
+                reason = f"PROMPT_BLOCKED:{_enum_str(feedback.block_reason)}"
+            return Proposal([], "", reason, usage, None, response_json)
+        candidate = candidates[0]
+        finish = _enum_str(candidate.finish_reason) if candidate.finish_reason else None
+        parts = (candidate.content.parts if candidate.content else None) or []
+        text = " ".join(p.text for p in parts if p.text and not p.thought)
+        thoughts = " ".join(p.text for p in parts if p.text and p.thought)
+        return Proposal(
+            calls=self.extract_function_calls(response),
+            text=text,
+            finish_reason=finish,
+            usage=usage,
+            model_content=candidate.content,
+            response_json=response_json,
+            thoughts=thoughts,
+        )
+
+    def extract_function_calls(
+        self, response: types.GenerateContentResponse
+    ) -> list[dict[str, Any]]:
+        """All function calls of the first candidate, in order.
+
+        Each is ``{"name", "args", "safety_decision", "id"}``: ``args`` are the raw 0-999 grid
+        arguments with ``safety_decision`` removed (a copy; the response is not modified).
+        """
+        candidates = response.candidates or []
+        if not candidates or candidates[0].content is None:
+            return []
+        calls: list[dict[str, Any]] = []
+        for part in candidates[0].content.parts or []:
+            fc = part.function_call
+            if fc is None:
+                continue
+            args, decision = split_safety_decision(fc.args)
+            calls.append(
+                {"name": fc.name or "", "args": args, "safety_decision": decision, "id": fc.id}
+            )
+        return calls
+
+    # ------------------------------------------------------------------ replies
+
+    def build_function_response(
+        self,
+        name: str,
+        screenshot_png: bytes | None,
+        extra: dict[str, Any] | None = None,
+        *,
+        call_id: str | None = None,
+    ) -> types.FunctionResponse:
+        """The reply to one call: ``{"url": "", **extra}`` plus the screenshot as PNG.
+
+        ``extra`` carries e.g. ``{"error": "..."}`` or ``{"safety_acknowledgement": "true"}``.
+        """
+        parts: list[types.FunctionResponsePart] | None = None
+        if screenshot_png is not None:
+            if not screenshot_png.startswith(b"\x89PNG\r\n\x1a\n"):
+                raise PlannerError(
+                    f"Screenshot for {name} is not a PNG; the model accepts PNG only."
+                )
+            parts = [
+                types.FunctionResponsePart(
+                    inline_data=types.FunctionResponseBlob(
+                        mime_type="image/png", data=screenshot_png
+                    )
+                )
+            ]
+        return types.FunctionResponse(
+            id=call_id, name=name, response={"url": "", **(extra or {})}, parts=parts
+        )
+
+    @staticmethod
+    def function_responses_content(responses: Sequence[types.FunctionResponse]) -> types.Content:
+        """One user turn holding one ``function_response`` part per call, in call order."""
+        return types.Content(
+            role="user", parts=[types.Part(function_response=fr) for fr in responses]
+        )
+
+    def is_custom(self, name: str) -> bool:
+        """True when ``name`` is one of this planner's custom functions."""
+        return name in self.custom_functions
+
+    def run_custom_function(self, call: dict[str, Any]) -> types.FunctionResponse:
+        """Run a custom function for ``call``; its dict (or ``{"error"}``) is the response."""
+        cf = self.custom_functions[call["name"]]
+        try:
+            result = cf.fn(**call.get("args", {}))
+        except Exception as exc:  # the model gets the error and may try again
+            logger.warning("Custom function %s failed: %s", cf.name, exc)
+            result = {"error": f"{type(exc).__name__}: {exc}"}
+        return types.FunctionResponse(id=call.get("id"), name=cf.name, response=dict(result))
+
+    def prune_screenshots(
+        self, contents: list[types.Content], keep: int | None = None
+    ) -> list[types.Content]:
+        """:func:`prune_screenshots` with ``keep`` defaulting to ``keep_screenshots``."""
+        return prune_screenshots(contents, self.keep_screenshots if keep is None else keep)
+
+
+def prune_screenshots(contents: list[types.Content], keep: int) -> list[types.Content]:
+    """Keep images only in the last ``keep`` user turns that carry any; never mutates input.
+
+    Images are inline image parts and the ``parts`` of function responses. Older turns keep
+    their text and the function-response dicts (the url); a turn left with no part at all gets
+    a short text placeholder, because the API rejects empty turns.
+    """
+    if keep < 0:
+        raise ValueError(f"keep must be >= 0, got {keep}")
+    result = list(contents)
+    seen = 0
+    for i in range(len(result) - 1, -1, -1):
+        content = result[i]
+        if content.role != "user" or not _has_images(content):
+            continue
+        seen += 1
+        if seen > keep:
+            result[i] = _without_images(content)
+    return result
+
+
+def _is_image_part(part: types.Part) -> bool:
+    blob = part.inline_data
+    return blob is not None and (blob.mime_type or "").startswith("image/")
+
+
+def _has_images(content: types.Content) -> bool:
+    for part in content.parts or []:
+        if _is_image_part(part):
+            return True
+        if part.function_response is not None and part.function_response.parts:
+            return True
+    return False
+
+
+def _without_images(content: types.Content) -> types.Content:
+    parts: list[types.Part] = []
+    for part in content.parts or []:
+        if _is_image_part(part):
+            continue
+        fr = part.function_response
+        if fr is not None and fr.parts:
+            part = part.model_copy(
+                update={"function_response": fr.model_copy(update={"parts": None})}
+            )
+        parts.append(part)
+    if not parts:
+        parts = [types.Part(text=_OMITTED_IMAGE_TEXT)]
+    return content.model_copy(update={"parts": parts})
+
+
+def _enum_str(value: Any) -> str:
+    return str(getattr(value, "value", value))
+
+
+def _usage(response: types.GenerateContentResponse) -> dict[str, int] | None:
+    meta = response.usage_metadata
+    if meta is None:
+        return None
+    dumped = meta.model_dump(exclude_none=True)
+    return {k: v for k, v in dumped.items() if isinstance(v, int) and not isinstance(v, bool)}

@@ -1,0 +1,883 @@
+"""A local stand-in for the Gemini API that the real ``google-genai`` SDK can talk to.
+
+It serves ``POST /{v1,v1beta}/models/{model}:generateContent`` on 127.0.0.1 (an ephemeral
+port by default) from a *script* of replies, records every request, and checks the
+Computer Use contract like the real service, answering an error when it is broken:
+
+1. a Computer Use model (name containing ``computer-use``) needs a ``computerUse`` tool (400);
+2. every inline image (user parts and function-response parts) is ``image/png`` and decodes
+   as a PNG (400);
+3. a model turn with N function calls is followed by a user turn with exactly N
+   ``functionResponse`` parts, same names, same order; a function-response turn follows a
+   model turn with calls (400);
+4. the response to a call whose ``safety_decision.decision`` is ``require_confirmation``
+   carries ``"safety_acknowledgement": "true"`` (400);
+5. an ``x-goog-api-key`` header is present (403 PERMISSION_DENIED, as the real API answers
+   unidentified callers; with ``expected_api_key`` set, a different key gets 400
+   "API key not valid").
+
+Both spellings the SDK emits (``inlineData``/``inline_data``, ``functionCall``/``function_call``,
+...) are accepted. A rejected request does not consume a script item. Violations are kept in
+:attr:`GeminiStandIn.violations`. Replies are camelCase, like the real API.
+
+Python use::
+
+    with GeminiStandIn([Reply.calls(FunctionCallSpec("click_at", x=500, y=300)),
+                        Reply.text("done")]) as api:
+        ...  # GOOGLE_GEMINI_BASE_URL points at api.base_url meanwhile
+        assert not api.violations and not api.exhausted
+
+The script may also be a callable ``(request_json, index) -> dict | Reply`` (``index`` counts
+the requests that reached the script, from 0); a dict is served verbatim as the body.
+When a list script runs out, the stand-in answers the text ``"(stand-in script exhausted)"``
+and sets :attr:`GeminiStandIn.exhausted`.
+
+Command line (for people)::
+
+    python -m vnc_use.testing.gemini_standin --script script.json [--port N]
+
+prints the base URL and serves until interrupted. ``script.json`` is a JSON list; each item is
+one reply, one of::
+
+    {"calls": [{"name": "click_at", "args": {"x": 500, "y": 300},
+                "thoughtSignature": "<base64, optional>"}],
+     "text": "optional text before the calls"}
+    {"text": "final answer"}                      # no calls: the agent stops
+    {"malformed": true}                           # finishReason MALFORMED_FUNCTION_CALL
+    {"error": 503, "message": "optional", "status": "optional, e.g. UNAVAILABLE"}
+    {"no_candidates": true}                       # {"candidates": []}
+    {"raw": {...any response body...}, "http_status": 200}
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import binascii
+import io
+import json
+import logging
+import os
+import re
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from PIL import Image
+
+__all__ = [
+    "EXHAUSTED_TEXT",
+    "FunctionCallSpec",
+    "GeminiStandIn",
+    "RecordedRequest",
+    "Reply",
+    "ScriptItem",
+    "Violation",
+    "make_png",
+    "require_confirmation",
+]
+
+logger = logging.getLogger(__name__)
+
+EXHAUSTED_TEXT = "(stand-in script exhausted)"
+"""The text answered once a list script has no items left."""
+
+BASE_URL_ENV = "GOOGLE_GEMINI_BASE_URL"
+
+_STATUS_NAMES = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    408: "DEADLINE_EXCEEDED",
+    409: "ABORTED",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    501: "NOT_IMPLEMENTED",
+    502: "UNAVAILABLE",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
+_DEFAULT_MESSAGES = {
+    429: "Resource has been exhausted (e.g. check quota).",
+    500: "An internal error has occurred. Please retry or report in "
+    "https://developers.generativeai.google/guide/troubleshooting",
+    503: "The model is overloaded. Please try again later.",
+}
+_CU_TOOL_MESSAGE = (
+    "This model requires the use of the Computer Use tool. See "
+    "https://ai.google.dev/gemini-api/docs/computer-use#send-request for instructions on "
+    "adding the tool."
+)
+_NO_KEY_MESSAGE = (
+    "Method doesn't allow unregistered callers (callers without established identity). "
+    "Please use API Key or other form of API consumer identity to call this API."
+)
+_PATH_RE = re.compile(
+    r"^/(?P<version>v1|v1beta|v1alpha|v1beta1)/"
+    r"(?:projects/[^/]+/locations/[^/]+/publishers/google/)?"
+    r"models/(?P<model>[^/:]+):generateContent$"
+)
+_PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def require_confirmation(
+    explanation: str = "This action needs your confirmation.",
+) -> dict[str, str]:
+    """A ``safety_decision`` value asking for a human's confirmation."""
+    return {"decision": "require_confirmation", "explanation": explanation}
+
+
+def make_png(
+    width: int = 8, height: int = 8, color: tuple[int, int, int] = (40, 120, 200)
+) -> bytes:
+    """A small solid-colour PNG (for tests and scripts)."""
+    buf = io.BytesIO()
+    Image.new("RGB", (width, height), color).save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def _b64decode(data: Any) -> bytes | None:
+    """Decode standard or URL-safe base64 (the SDK sends URL-safe); None when invalid."""
+    if not isinstance(data, str):
+        return None
+    text = data.strip().replace("-", "+").replace("_", "/")
+    text += "=" * (-len(text) % 4)
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _pick(obj: Any, *keys: str) -> Any:
+    """The value under the first key present in ``obj`` (camelCase and snake_case spellings)."""
+    if not isinstance(obj, Mapping):
+        return None
+    for key in keys:
+        if key in obj:
+            return obj[key]
+    return None
+
+
+def _is_png(data: bytes | None) -> bool:
+    if not data or not data.startswith(_PNG_MAGIC):
+        return False
+    try:
+        with Image.open(io.BytesIO(data)) as img:
+            img.verify()
+            return bool(img.format == "PNG")
+    except Exception:
+        return False
+
+
+def _norm_blob(blob: Any) -> dict[str, Any] | None:
+    if not isinstance(blob, Mapping):
+        return None
+    data = _pick(blob, "data")
+    return {
+        "mimeType": _pick(blob, "mimeType", "mime_type"),
+        "data": data,
+        "bytes": _b64decode(data),
+    }
+
+
+def _norm_part(part: Any) -> dict[str, Any]:
+    """A request part with the SDK's mixed spellings turned into camelCase (args untouched)."""
+    out: dict[str, Any] = {}
+    if not isinstance(part, Mapping):
+        return out
+    for name in ("text", "thought"):
+        if name in part:
+            out[name] = part[name]
+    sig = _pick(part, "thoughtSignature", "thought_signature")
+    if sig is not None:
+        out["thoughtSignature"] = sig
+    blob = _norm_blob(_pick(part, "inlineData", "inline_data"))
+    if blob is not None:
+        out["inlineData"] = blob
+    fc = _pick(part, "functionCall", "function_call")
+    if isinstance(fc, Mapping):
+        out["functionCall"] = {
+            "name": fc.get("name"),
+            "args": fc.get("args") or {},
+            "id": fc.get("id"),
+        }
+    fr = _pick(part, "functionResponse", "function_response")
+    if isinstance(fr, Mapping):
+        fr_parts = []
+        for p in fr.get("parts") or []:
+            b = _norm_blob(_pick(p, "inlineData", "inline_data"))
+            fr_parts.append({"inlineData": b} if b is not None else {})
+        out["functionResponse"] = {
+            "name": fr.get("name"),
+            "response": fr.get("response") or {},
+            "id": fr.get("id"),
+            "parts": fr_parts,
+        }
+    return out
+
+
+def normalize_contents(body: Any) -> list[dict[str, Any]]:
+    """``body["contents"]`` as ``[{"role", "parts": [normalised part, ...]}, ...]``."""
+    contents = _pick(body, "contents")
+    if not isinstance(contents, list):
+        return []
+    return [
+        {
+            "role": _pick(c, "role") or "user",
+            "parts": [_norm_part(p) for p in (_pick(c, "parts") or [])],
+        }
+        for c in contents
+    ]
+
+
+# ----------------------------------------------------------------------------- script items
+
+
+@dataclass(frozen=True, init=False)
+class FunctionCallSpec:
+    """One function call the scripted model makes: ``FunctionCallSpec("click_at", x=1, y=2)``.
+
+    Put ``safety_decision=require_confirmation("...")`` among the args to ask for approval.
+    ``thought_signature`` (bytes, or an already base64-encoded str) is attached to the part.
+    """
+
+    name: str
+    args: dict[str, Any]
+    thought_signature: bytes | str | None
+    call_id: str | None
+
+    def __init__(
+        self,
+        name: str,
+        /,
+        *,
+        thought_signature: bytes | str | None = None,
+        call_id: str | None = None,
+        **args: Any,
+    ) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "args", dict(args))
+        object.__setattr__(self, "thought_signature", thought_signature)
+        object.__setattr__(self, "call_id", call_id)
+
+    def to_part(self) -> dict[str, Any]:
+        """The camelCase response part carrying this call."""
+        call: dict[str, Any] = {"name": self.name, "args": self.args}
+        if self.call_id is not None:
+            call["id"] = self.call_id
+        part: dict[str, Any] = {"functionCall": call}
+        sig = self.thought_signature
+        if isinstance(sig, bytes):
+            part["thoughtSignature"] = base64.b64encode(sig).decode("ascii")
+        elif isinstance(sig, str):
+            part["thoughtSignature"] = sig
+        return part
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted answer: an HTTP status and a JSON body (build with the class methods).
+
+    With ``envelope`` set, ``usageMetadata``, ``modelVersion`` and ``responseId`` are added
+    when serving (unless the body has them).
+    """
+
+    status: int
+    body: dict[str, Any]
+    envelope: bool = True
+
+    @classmethod
+    def calls(
+        cls,
+        *calls: FunctionCallSpec,
+        text: str | None = None,
+        thought: str | None = None,
+        finish_reason: str = "STOP",
+    ) -> Reply:
+        """A model turn: optional thought and text parts, then the calls (in order)."""
+        parts: list[dict[str, Any]] = []
+        if thought:
+            parts.append({"text": thought, "thought": True})
+        if text:
+            parts.append({"text": text})
+        parts.extend(c.to_part() for c in calls)
+        return cls._candidate(parts, finish_reason)
+
+    @classmethod
+    def text(cls, text: str, finish_reason: str = "STOP") -> Reply:
+        """A final answer with no calls."""
+        return cls._candidate([{"text": text}], finish_reason)
+
+    @classmethod
+    def malformed(cls) -> Reply:
+        """A ``MALFORMED_FUNCTION_CALL`` finish with empty parts."""
+        return cls(
+            200,
+            {
+                "candidates": [
+                    {
+                        "content": {"role": "model", "parts": []},
+                        "finishReason": "MALFORMED_FUNCTION_CALL",
+                        "index": 0,
+                    }
+                ]
+            },
+        )
+
+    @classmethod
+    def no_candidates(cls, block_reason: str | None = None) -> Reply:
+        """A response without candidates (optionally with ``promptFeedback.blockReason``)."""
+        body: dict[str, Any] = {"candidates": []}
+        if block_reason:
+            body["promptFeedback"] = {"blockReason": block_reason}
+        return cls(200, body)
+
+    @classmethod
+    def no_content(cls, finish_reason: str = "SAFETY") -> Reply:
+        """A candidate without content (e.g. stopped for safety)."""
+        return cls(200, {"candidates": [{"finishReason": finish_reason, "index": 0}]})
+
+    @classmethod
+    def error(
+        cls, status: int, message: str | None = None, status_name: str | None = None
+    ) -> Reply:
+        """An error answer with the API's body ``{"error": {"code", "message", "status"}}``."""
+        name = status_name or _STATUS_NAMES.get(status, "UNKNOWN")
+        msg = message or _DEFAULT_MESSAGES.get(status, f"Stand-in error {status}.")
+        return cls(status, {"error": {"code": status, "message": msg, "status": name}}, False)
+
+    @classmethod
+    def raw(cls, body: dict[str, Any], status: int = 200) -> Reply:
+        """Serve ``body`` verbatim."""
+        return cls(status, body, False)
+
+    @classmethod
+    def from_json(cls, item: Mapping[str, Any]) -> Reply:
+        """Build a reply from one item of the JSON script format (see the module docstring)."""
+        if "raw" in item:
+            return cls.raw(dict(item["raw"]), int(item.get("http_status", 200)))
+        if "error" in item:
+            return cls.error(int(item["error"]), item.get("message"), item.get("status"))
+        if item.get("malformed"):
+            return cls.malformed()
+        if item.get("no_candidates"):
+            return cls.no_candidates(item.get("block_reason"))
+        if "calls" in item:
+            specs = [
+                FunctionCallSpec(
+                    c["name"],
+                    thought_signature=c.get("thoughtSignature"),
+                    call_id=c.get("id"),
+                    **(c.get("args") or {}),
+                )
+                for c in item["calls"]
+            ]
+            return cls.calls(*specs, text=item.get("text"), thought=item.get("thought"))
+        if "text" in item:
+            return cls.text(str(item["text"]))
+        raise ValueError(f"Unrecognised script item: {dict(item)!r}")
+
+    @classmethod
+    def _candidate(cls, parts: list[dict[str, Any]], finish_reason: str) -> Reply:
+        content = {"role": "model", "parts": parts}
+        return cls(
+            200, {"candidates": [{"content": content, "finishReason": finish_reason, "index": 0}]}
+        )
+
+
+ScriptItem = Reply | Mapping[str, Any]
+"""A list-script item: a :class:`Reply`, or a dict in the JSON script format."""
+ScriptFn = Callable[[dict[str, Any], int], Reply | Mapping[str, Any]]
+
+
+# ----------------------------------------------------------------------------- records
+
+
+@dataclass(frozen=True)
+class Violation:
+    """A broken contract rule in one request (the request got an error answer)."""
+
+    request_index: int
+    rule: str
+    message: str
+
+
+@dataclass
+class RecordedRequest:
+    """One request as received, and what the stand-in answered."""
+
+    index: int
+    method: str
+    path: str
+    query: dict[str, list[str]]
+    headers: dict[str, str]
+    body: Any
+    model: str | None = None
+    api_version: str | None = None
+    status: int = 0
+    script_index: int | None = None
+    violations: list[Violation] = field(default_factory=list)
+
+    @property
+    def api_key(self) -> str | None:
+        """The ``x-goog-api-key`` header, if any."""
+        return self.headers.get("x-goog-api-key")
+
+    def contents(self) -> list[dict[str, Any]]:
+        """The history, normalised to camelCase (see :func:`normalize_contents`)."""
+        return normalize_contents(self.body)
+
+    def image_parts(self) -> list[bytes]:
+        """Decoded bytes of every inline image: user parts and function-response parts."""
+        images: list[bytes] = []
+        for content in self.contents():
+            for part in content["parts"]:
+                blobs = [part.get("inlineData")]
+                blobs += [
+                    p.get("inlineData") for p in part.get("functionResponse", {}).get("parts", [])
+                ]
+                images.extend(b["bytes"] for b in blobs if b and b["bytes"] is not None)
+        return images
+
+    def function_responses(self) -> list[dict[str, Any]]:
+        """Every function response in the history: ``{"name", "response", "id", "images"}``."""
+        out = []
+        for content in self.contents():
+            for part in content["parts"]:
+                fr = part.get("functionResponse")
+                if fr is not None:
+                    images = [p["inlineData"]["bytes"] for p in fr["parts"] if p.get("inlineData")]
+                    out.append(
+                        {
+                            "name": fr["name"],
+                            "response": fr["response"],
+                            "id": fr["id"],
+                            "images": images,
+                        }
+                    )
+        return out
+
+    def tools(self) -> list[dict[str, Any]]:
+        """The request's ``tools`` list as sent."""
+        tools = _pick(self.body, "tools")
+        return list(tools) if isinstance(tools, list) else []
+
+    def computer_use_tool(self) -> dict[str, Any] | None:
+        """The ``computerUse`` tool, with ``excludedPredefinedFunctions`` normalised."""
+        for tool in self.tools():
+            cu = _pick(tool, "computerUse", "computer_use")
+            if isinstance(cu, Mapping):
+                return {
+                    "environment": cu.get("environment"),
+                    "excludedPredefinedFunctions": list(
+                        _pick(cu, "excludedPredefinedFunctions", "excluded_predefined_functions")
+                        or []
+                    ),
+                }
+        return None
+
+    def function_declarations(self) -> list[dict[str, Any]]:
+        """All declared custom functions (from every tool)."""
+        decls: list[dict[str, Any]] = []
+        for tool in self.tools():
+            decls.extend(_pick(tool, "functionDeclarations", "function_declarations") or [])
+        return decls
+
+    def generation_config(self) -> dict[str, Any]:
+        """The ``generationConfig`` object as sent ({} when absent)."""
+        cfg = _pick(self.body, "generationConfig", "generation_config")
+        return dict(cfg) if isinstance(cfg, Mapping) else {}
+
+
+def check_contract(
+    body: Any, headers: Mapping[str, str], model: str | None, expected_api_key: str | None = None
+) -> list[tuple[int, str, str]]:
+    """The contract rules ``body`` breaks, as ``(http_status, rule, message)`` (empty: fine)."""
+    problems: list[tuple[int, str, str]] = []
+    key = headers.get("x-goog-api-key", "")
+    if not key:
+        problems.append((403, "api_key", _NO_KEY_MESSAGE))
+    elif expected_api_key is not None and key != expected_api_key:
+        problems.append((400, "api_key", "API key not valid. Please pass a valid API key."))
+    if not isinstance(body, Mapping):
+        problems.append((400, "body", "Request body must be a JSON object."))
+        return problems
+    contents = normalize_contents(body)
+    if not contents:
+        problems.append(
+            (400, "contents", "* GenerateContentRequest.contents: contents is not specified")
+        )
+    tools = _pick(body, "tools") or []
+    has_cu = any(isinstance(_pick(t, "computerUse", "computer_use"), Mapping) for t in tools)
+    if model and "computer-use" in model and not has_cu:
+        problems.append((400, "computer_use_tool", _CU_TOOL_MESSAGE))
+    problems.extend((400, rule, msg) for rule, msg in _image_problems(contents))
+    problems.extend((400, rule, msg) for rule, msg in _pairing_problems(contents))
+    return problems
+
+
+def _image_problems(contents: list[dict[str, Any]]) -> Iterable[tuple[str, str]]:
+    for ci, content in enumerate(contents):
+        for pi, part in enumerate(content["parts"]):
+            blobs = [("inline image", part.get("inlineData"))]
+            fr = part.get("functionResponse")
+            if fr is not None:
+                blobs += [
+                    (f"function response {fr['name']!r} image", p.get("inlineData"))
+                    for p in fr["parts"]
+                ]
+            for what, blob in blobs:
+                if blob is None:
+                    continue
+                where = f"contents[{ci}].parts[{pi}] {what}"
+                if blob["mimeType"] != "image/png":
+                    yield (
+                        "png",
+                        f"{where}: requires image of mime_type image/png, "
+                        f"got {blob['mimeType']!r}.",
+                    )
+                elif not _is_png(blob["bytes"]):
+                    yield ("png", f"{where}: data is not a valid PNG image.")
+
+
+def _pairing_problems(contents: list[dict[str, Any]]) -> Iterable[tuple[str, str]]:
+    for ci, content in enumerate(contents):
+        calls = [p["functionCall"] for p in content["parts"] if "functionCall" in p]
+        responses = [p["functionResponse"] for p in content["parts"] if "functionResponse" in p]
+        if responses:
+            prev = contents[ci - 1] if ci > 0 else None
+            if (
+                prev is None
+                or prev["role"] != "model"
+                or not any("functionCall" in p for p in prev["parts"])
+            ):
+                yield (
+                    "pairing",
+                    f"contents[{ci}]: Please ensure that function response turn "
+                    f"comes immediately after a function call turn.",
+                )
+        if content["role"] != "model" or not calls:
+            continue
+        names = [c["name"] for c in calls]
+        nxt = contents[ci + 1] if ci + 1 < len(contents) else None
+        got = (
+            []
+            if nxt is None or nxt["role"] != "user"
+            else [p["functionResponse"] for p in nxt["parts"] if "functionResponse" in p]
+        )
+        got_names = [r["name"] for r in got]
+        if got_names != names:
+            yield (
+                "pairing",
+                f"contents[{ci + 1}]: Please ensure that the number of function "
+                f"response parts is equal to the number of function call parts of "
+                f"the function call turn; expected responses {names} in this "
+                f"order, got {got_names}.",
+            )
+            continue
+        for call, resp in zip(calls, got, strict=True):
+            decision = (
+                call["args"].get("safety_decision") if isinstance(call["args"], Mapping) else None
+            )
+            if isinstance(decision, Mapping) and decision.get("decision") == "require_confirmation":
+                ack = (
+                    resp["response"].get("safety_acknowledgement")
+                    if isinstance(resp["response"], Mapping)
+                    else None
+                )
+                if ack != "true":
+                    yield (
+                        "safety_acknowledgement",
+                        f"contents[{ci + 1}]: the function call {call['name']!r} required "
+                        f"user confirmation; its function response must carry "
+                        f'safety_acknowledgement "true" (got {ack!r}).',
+                    )
+
+
+# ----------------------------------------------------------------------------- server
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+    protocol_version = "HTTP/1.0"  # one request per connection: no idle threads linger
+
+    def log_message(self, format: str, *args: Any) -> None:
+        logger.debug("stand-in: " + format, *args)
+
+    def _send(self, status: int, body: Mapping[str, Any]) -> None:
+        data = json.dumps(body).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json; charset=UTF-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        try:
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):  # the caller died (crash tests)
+            logger.debug("stand-in: the client went away before the answer was sent")
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        status, body = self.server.standin._handle("POST", self.path, dict(self.headers), raw)
+        self._send(status, body)
+
+    def do_GET(self) -> None:
+        status, body = self.server.standin._handle("GET", self.path, dict(self.headers), b"")
+        self._send(status, body)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    standin: GeminiStandIn
+
+
+class GeminiStandIn:
+    """The Gemini API stand-in (see the module docstring).
+
+    ``start()``/``stop()`` run the server in a background thread; as a context manager it
+    also points ``GOOGLE_GEMINI_BASE_URL`` at itself and restores the old value on exit.
+    """
+
+    def __init__(
+        self,
+        script: Sequence[ScriptItem] | ScriptFn | None = None,
+        *,
+        port: int = 0,
+        host: str = "127.0.0.1",
+        expected_api_key: str | None = None,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.expected_api_key = expected_api_key
+        self.requests: list[RecordedRequest] = []
+        self.violations: list[Violation] = []
+        self.exhausted_count = 0
+        self._lock = threading.Lock()
+        self._items: list[ScriptItem] = []
+        self._fn: ScriptFn | None = None
+        self._served = 0
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+        self._saved_env: str | None = None
+        self.script(script)
+
+    # ---------------------------------------------------------------- script
+
+    def script(self, *items: Any) -> GeminiStandIn:
+        """Replace the script: replies as arguments, one list of them, or one callable."""
+        if len(items) == 1 and (callable(items[0]) or isinstance(items[0], (list, tuple))):
+            arg = items[0]
+        elif len(items) == 1 and items[0] is None:
+            arg = []
+        else:
+            arg = list(items)
+        with self._lock:
+            self._served = 0
+            if callable(arg) and not isinstance(arg, Reply):
+                self._fn, self._items = arg, []
+            else:
+                self._fn, self._items = None, list(arg)
+        return self
+
+    def extend(self, *items: ScriptItem) -> GeminiStandIn:
+        """Append replies to a list script."""
+        with self._lock:
+            if self._fn is not None:
+                raise ValueError("extend() needs a list script, not a callable one")
+            self._items.extend(items)
+        return self
+
+    @property
+    def exhausted(self) -> bool:
+        """True once a request arrived after the list script ran out."""
+        return self.exhausted_count > 0
+
+    @property
+    def remaining(self) -> int:
+        """Script items not served yet (0 for a callable script)."""
+        return max(0, len(self._items) - self._served) if self._fn is None else 0
+
+    # ---------------------------------------------------------------- lifecycle
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:<port>`` (only valid once started)."""
+        if self._server is None:
+            raise RuntimeError("GeminiStandIn is not started")
+        return f"http://{self.host}:{self._server.server_address[1]}"
+
+    def start(self) -> GeminiStandIn:
+        """Start serving in a daemon thread (idempotent)."""
+        if self._server is None:
+            server = _Server((self.host, self.port), _Handler)
+            server.standin = self
+            self._server = server
+            self._thread = threading.Thread(
+                target=server.serve_forever,
+                kwargs={"poll_interval": 0.05},  # how quickly stop() returns
+                name="gemini-standin",
+                daemon=True,
+            )
+            self._thread.start()
+            logger.debug("Gemini stand-in serving at %s", self.base_url)
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and close the socket."""
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            if self._thread is not None:
+                self._thread.join()
+            self._server = None
+            self._thread = None
+
+    def __enter__(self) -> GeminiStandIn:
+        self.start()
+        self._saved_env = os.environ.get(BASE_URL_ENV)
+        os.environ[BASE_URL_ENV] = self.base_url
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._saved_env is None:
+            os.environ.pop(BASE_URL_ENV, None)
+        else:
+            os.environ[BASE_URL_ENV] = self._saved_env
+        self.stop()
+
+    # ---------------------------------------------------------------- records
+
+    @property
+    def last_request(self) -> RecordedRequest:
+        """The most recent request (raises IndexError when there was none)."""
+        return self.requests[-1]
+
+    def image_parts(self, request: RecordedRequest | None = None) -> list[bytes]:
+        """Decoded images of ``request`` (default: the last one)."""
+        return (request or self.last_request).image_parts()
+
+    def function_responses(self, request: RecordedRequest | None = None) -> list[dict[str, Any]]:
+        """Function responses of ``request`` (default: the last one)."""
+        return (request or self.last_request).function_responses()
+
+    # ---------------------------------------------------------------- handling
+
+    def _handle(
+        self, method: str, raw_path: str, headers: Mapping[str, str], raw: bytes
+    ) -> tuple[int, dict[str, Any]]:
+        split = urlsplit(raw_path)
+        lower_headers = {k.lower(): v for k, v in headers.items()}
+        try:
+            body: Any = json.loads(raw) if raw else None
+            bad_json = False
+        except ValueError:
+            body, bad_json = None, True
+        with self._lock:
+            rec = RecordedRequest(
+                index=len(self.requests),
+                method=method,
+                path=split.path,
+                query=parse_qs(split.query),
+                headers=lower_headers,
+                body=body,
+            )
+            self.requests.append(rec)
+            status, answer = self._answer(rec, bad_json)
+            rec.status = status
+            return status, answer
+
+    def _answer(self, rec: RecordedRequest, bad_json: bool) -> tuple[int, dict[str, Any]]:
+        match = _PATH_RE.match(rec.path)
+        if rec.method != "POST" or match is None:
+            return self._error(
+                404,
+                f"Not found: {rec.method} {rec.path} (the stand-in serves "
+                f"POST /v1|v1beta/models/<model>:generateContent).",
+            )
+        rec.model, rec.api_version = match["model"], match["version"]
+        if bad_json:
+            return self._error(400, "Invalid JSON payload received.")
+        problems = check_contract(rec.body, rec.headers, rec.model, self.expected_api_key)
+        if problems:
+            for _, rule, message in problems:
+                violation = Violation(rec.index, rule, message)
+                rec.violations.append(violation)
+                self.violations.append(violation)
+                logger.info("stand-in contract violation (%s): %s", rule, message)
+            status, _, message = problems[0]
+            return self._error(status, message)
+        reply = self._next_reply(rec)
+        body = dict(reply.body)
+        if reply.envelope:
+            body.setdefault(
+                "usageMetadata",
+                {
+                    "promptTokenCount": 1000 + 10 * rec.index,
+                    "candidatesTokenCount": 20,
+                    "totalTokenCount": 1020 + 10 * rec.index,
+                },
+            )
+            body.setdefault("modelVersion", rec.model)
+            body.setdefault("responseId", f"standin-{rec.index}")
+        return reply.status, body
+
+    def _next_reply(self, rec: RecordedRequest) -> Reply:
+        index = self._served
+        if self._fn is not None:
+            item: Any = self._fn(rec.body, index)
+        elif index < len(self._items):
+            item = self._items[index]
+        else:
+            self.exhausted_count += 1
+            logger.warning("Gemini stand-in script exhausted at request %d", rec.index)
+            return Reply.text(EXHAUSTED_TEXT)
+        self._served += 1
+        rec.script_index = index
+        if isinstance(item, Reply):
+            return item
+        if self._fn is not None:
+            return Reply.raw(dict(item))
+        return Reply.from_json(item)
+
+    @staticmethod
+    def _error(status: int, message: str) -> tuple[int, dict[str, Any]]:
+        reply = Reply.error(status, message)
+        return reply.status, reply.body
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command-line entry: serve a JSON script until interrupted."""
+    parser = argparse.ArgumentParser(description="Serve a scripted Gemini API on 127.0.0.1.")
+    parser.add_argument("--script", required=True, help="JSON file: a list of reply items")
+    parser.add_argument("--port", type=int, default=0, help="port (default: any free port)")
+    args = parser.parse_args(argv)
+    with open(args.script, encoding="utf-8") as fh:
+        items = json.load(fh)
+    if not isinstance(items, list):
+        parser.error("the script must be a JSON list")
+    standin = GeminiStandIn([Reply.from_json(i) for i in items], port=args.port).start()
+    print(standin.base_url, flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        standin.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

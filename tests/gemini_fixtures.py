@@ -1,0 +1,74 @@
+"""Pytest fixtures for the Gemini API stand-in (star-imported by ``tests/conftest.py``)."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from PIL import Image
+
+from vnc_use.planners.gemini import GeminiComputerUse
+from vnc_use.testing.gemini_standin import GeminiStandIn, make_png
+
+__all__ = [
+    "DUMMY_API_KEY",
+    "FAST_RETRY",
+    "gemini",
+    "make_jpeg",
+    "make_planner",
+    "png",
+]
+
+DUMMY_API_KEY = "AIzaStandInDummyKey-0123456789abcdef"
+"""The key the ``gemini`` fixture puts in GOOGLE_API_KEY (never a real one)."""
+
+FAST_RETRY: dict[str, Any] = {"retry_initial_delay": 0.01, "retry_max_delay": 0.05}
+"""Planner settings that keep the SDK's retry back-off tiny in tests."""
+
+_ENV_TO_CLEAR = (
+    "GEMINI_API_KEY",
+    "GOOGLE_GEMINI_BASE_URL",
+    "GOOGLE_GENAI_API_VERSION",
+    "GOOGLE_GENAI_USE_VERTEXAI",
+    "GOOGLE_GENAI_USE_ENTERPRISE",
+    "GOOGLE_GENAI_HTTP_CLIENT",
+)
+
+
+def make_jpeg(width: int = 8, height: int = 8) -> bytes:
+    """A small JPEG (for tests that need a non-PNG image)."""
+    buf = io.BytesIO()
+    Image.new("RGB", (width, height), (200, 50, 50)).save(buf, format="JPEG")
+    return buf.getvalue()
+
+
+@pytest.fixture
+def gemini(monkeypatch: pytest.MonkeyPatch) -> Iterator[GeminiStandIn]:
+    """A started stand-in with an empty script; GOOGLE_GEMINI_BASE_URL points at it.
+
+    GOOGLE_API_KEY is a dummy key; GEMINI_API_KEY and other SDK switches are cleared.
+    Fill the script with ``gemini.script(...)`` or ``gemini.extend(...)``.
+    """
+    for name in _ENV_TO_CLEAR:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("GOOGLE_API_KEY", DUMMY_API_KEY)
+    with GeminiStandIn() as standin:
+        yield standin
+
+
+@pytest.fixture
+def make_planner(gemini: GeminiStandIn) -> Callable[..., GeminiComputerUse]:
+    """Factory for planners aimed at the ``gemini`` stand-in, with fast SDK retries."""
+
+    def factory(**kwargs: Any) -> GeminiComputerUse:
+        return GeminiComputerUse(**{**FAST_RETRY, **kwargs})
+
+    return factory
+
+
+@pytest.fixture
+def png() -> bytes:
+    """A small valid PNG screenshot."""
+    return make_png(16, 10)

@@ -1,0 +1,203 @@
+"""The action table: validation as data, and grid-to-pixel math."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from vnc_use.actions import (
+    GEMINI_25_TABLE,
+    PREDEFINED_FUNCTIONS,
+    ActionError,
+    ScrollAtArgs,
+    TypeTextAtArgs,
+    ValidatedAction,
+    denorm,
+    denorm_magnitude,
+    denorm_x,
+    denorm_y,
+)
+
+GOOD_ARGS: dict[str, dict[str, Any]] = {
+    "open_web_browser": {},
+    "wait_5_seconds": {},
+    "go_back": {},
+    "go_forward": {},
+    "search": {},
+    "navigate": {"url": "https://example.com"},
+    "click_at": {"x": 0, "y": 999},
+    "hover_at": {"x": 500, "y": 500},
+    "type_text_at": {"x": 10, "y": 20, "text": "hello", "press_enter": True},
+    "key_combination": {"keys": "control+c"},
+    "scroll_document": {"direction": "down"},
+    "scroll_at": {"x": 1, "y": 2, "direction": "left", "magnitude": 300},
+    "drag_and_drop": {"x": 1, "y": 2, "destination_x": 3, "destination_y": 4},
+}
+
+
+def test_table_has_the_13_predefined_functions() -> None:
+    assert set(GOOD_ARGS) == set(PREDEFINED_FUNCTIONS)
+    assert GEMINI_25_TABLE.names == PREDEFINED_FUNCTIONS
+    assert len(PREDEFINED_FUNCTIONS) == 13
+    assert GEMINI_25_TABLE.browser_only == {
+        "open_web_browser",
+        "search",
+        "navigate",
+        "go_back",
+        "go_forward",
+    }
+    for name in PREDEFINED_FUNCTIONS:
+        assert GEMINI_25_TABLE.spec(name).description
+
+
+@pytest.mark.parametrize("name", sorted(GOOD_ARGS))
+def test_each_function_validates_good_args(name: str) -> None:
+    result = GEMINI_25_TABLE.validate(name, GOOD_ARGS[name])
+    assert isinstance(result, ValidatedAction), result
+    assert result.name == name
+    assert result.args.model_dump(exclude_defaults=True) == GOOD_ARGS[name]
+    assert result.safety_decision is None
+    assert not result.needs_confirmation
+
+
+def test_defaults_follow_the_reference_executor() -> None:
+    typed = GEMINI_25_TABLE.validate("type_text_at", {"x": 1, "y": 2, "text": "a"})
+    assert isinstance(typed, ValidatedAction)
+    assert isinstance(typed.args, TypeTextAtArgs)
+    assert typed.args.press_enter is False
+    assert typed.args.clear_before_typing is True
+    scroll = GEMINI_25_TABLE.validate("scroll_at", {"x": 1, "y": 2, "direction": "up"})
+    assert isinstance(scroll, ValidatedAction)
+    assert isinstance(scroll.args, ScrollAtArgs)
+    assert scroll.args.magnitude == 800
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "expected"),
+    [
+        ("click_at", {"x": 1000, "y": 5}, "x: Input should be less than or equal to 999"),
+        ("click_at", {"x": -1, "y": 5}, "x: Input should be greater than or equal to 0"),
+        ("click_at", {"x": 5}, "y: missing"),
+        ("click_at", {"x": "left", "y": 5}, "x: Input should be a valid integer"),
+        ("click_at", {"x": 1, "y": 2, "button": "right"}, "button: unexpected argument"),
+        ("scroll_document", {"direction": "sideways"}, "direction: Input should be 'up'"),
+        ("scroll_at", {"x": 1, "y": 2, "direction": "up", "magnitude": 5000}, "magnitude"),
+        ("type_text_at", {"x": 1, "y": 2}, "text: missing"),
+        ("navigate", {}, "url: missing"),
+        ("key_combination", {"keys": ""}, "keys"),
+        ("go_back", {"steps": 2}, "steps: unexpected argument"),
+    ],
+)
+def test_bad_args_give_an_error_value(name: str, args: dict[str, Any], expected: str) -> None:
+    result = GEMINI_25_TABLE.validate(name, args)
+    assert isinstance(result, ActionError)
+    assert result.kind == "invalid_args"
+    assert expected in result.message
+    # The message tells the model what would have been accepted.
+    assert f"Expected {name}(" in result.message
+
+
+def test_unknown_name_is_an_error_value() -> None:
+    result = GEMINI_25_TABLE.validate("double_click", {"x": 1, "y": 2})
+    assert isinstance(result, ActionError)
+    assert result.kind == "unknown"
+    assert "Unknown function 'double_click'" in result.message
+    assert "click_at" in result.message
+
+
+def test_excluded_name_is_an_error_value() -> None:
+    result = GEMINI_25_TABLE.validate(
+        "drag_and_drop", GOOD_ARGS["drag_and_drop"], excluded=["drag_and_drop", "search"]
+    )
+    assert isinstance(result, ActionError)
+    assert result.kind == "excluded"
+    assert "'drag_and_drop' is not available" in result.message
+    allowed = result.message.split("Use one of:")[1]
+    assert "search" not in allowed
+    assert "drag_and_drop" not in allowed
+    assert "click_at" in allowed
+
+
+def test_safety_decision_is_lifted_out_before_validation() -> None:
+    decision = {"decision": "require_confirmation", "explanation": "Accept cookies?"}
+    args = {"x": 1, "y": 2, "safety_decision": decision}
+    result = GEMINI_25_TABLE.validate("click_at", args)
+    assert isinstance(result, ValidatedAction)
+    assert result.safety_decision == decision
+    assert result.needs_confirmation
+    assert "safety_decision" in args  # the caller's dict is not modified
+
+
+def test_garbled_safety_decision_fails_safe() -> None:
+    result = GEMINI_25_TABLE.validate("click_at", {"x": 1, "y": 2, "safety_decision": "yes"})
+    assert isinstance(result, ValidatedAction)
+    assert result.needs_confirmation
+
+
+def test_safety_decision_survives_invalid_args() -> None:
+    decision = {"decision": "require_confirmation", "explanation": "x"}
+    result = GEMINI_25_TABLE.validate("click_at", {"x": 5000, "safety_decision": decision})
+    assert isinstance(result, ActionError)
+    assert result.safety_decision == decision
+
+
+_json = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 5000),
+    st.floats(allow_nan=False, width=32),
+    st.text(max_size=5),
+    st.lists(st.integers(), max_size=2),
+)
+
+
+@given(
+    name=st.sampled_from([*PREDEFINED_FUNCTIONS, "nope", ""]),
+    args=st.dictionaries(
+        st.sampled_from(["x", "y", "text", "direction", "magnitude", "url", "keys", "zz"]),
+        _json,
+        max_size=5,
+    ),
+)
+def test_validate_never_raises(name: str, args: dict[str, Any]) -> None:
+    result = GEMINI_25_TABLE.validate(name, args, excluded=["search"])
+    assert isinstance(result, (ValidatedAction, ActionError))
+    if isinstance(result, ActionError):
+        assert result.message
+
+
+def test_denorm() -> None:
+    assert denorm(0, 0, 1440, 900) == (0, 0)
+    assert denorm(500, 500, 1440, 900) == (720, 450)
+    assert denorm(999, 999, 1440, 900) == (1439, 899)
+    assert denorm_x(999, 1440) == 1439
+    assert denorm_y(999, 900) == 899
+
+
+def test_denorm_magnitude_scales_by_the_scroll_axis() -> None:
+    assert denorm_magnitude("down", 800, 1440, 900) == 720
+    assert denorm_magnitude("up", 800, 1440, 900) == 720
+    assert denorm_magnitude("left", 800, 1440, 900) == 1152
+    assert denorm_magnitude("right", 500, 1440, 900) == 720
+
+
+def test_denorm_rejects_an_empty_screen() -> None:
+    with pytest.raises(ValueError, match="screen dimension"):
+        denorm_x(5, 0)
+
+
+@given(
+    a=st.integers(0, 999),
+    b=st.integers(0, 999),
+    size=st.integers(1, 10_000),
+)
+def test_denorm_lands_on_screen_and_is_monotonic(a: int, b: int, size: int) -> None:
+    pa, pb = denorm_x(a, size), denorm_x(b, size)
+    assert 0 <= pa < size
+    assert 0 <= pb < size
+    if a <= b:
+        assert pa <= pb
+    assert denorm_y(a, size) == pa

@@ -1,0 +1,365 @@
+"""The Gemini API stand-in itself: routing, replies, recording and contract checks."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from google.genai import types
+
+from vnc_use.errors import ApiError
+from vnc_use.planners.gemini import DEFAULT_MODEL, GeminiComputerUse
+from vnc_use.testing.gemini_standin import (
+    EXHAUSTED_TEXT,
+    FunctionCallSpec,
+    GeminiStandIn,
+    Reply,
+    make_png,
+    require_confirmation,
+)
+
+from gemini_fixtures import DUMMY_API_KEY, make_jpeg
+
+Factory = Callable[..., GeminiComputerUse]
+CU_PATH = f"/v1beta/models/{DEFAULT_MODEL}:generateContent"
+CU_TOOL = {"computerUse": {"environment": "ENVIRONMENT_BROWSER"}}
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def _post(
+    url: str, body: Any, key: str | None = DUMMY_API_KEY, method: str = "POST"
+) -> tuple[int, dict[str, Any]]:
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    headers = {"Content-Type": "application/json"}
+    if key is not None:
+        headers["x-goog-api-key"] = key
+    req = urllib.request.Request(
+        url, data=data if method == "POST" else None, headers=headers, method=method
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())
+
+
+def _request(*contents: dict[str, Any], tools: list[Any] | None = None) -> dict[str, Any]:
+    return {"contents": list(contents), "tools": [CU_TOOL] if tools is None else tools}
+
+
+def _user_text(text: str = "task") -> dict[str, Any]:
+    return {"role": "user", "parts": [{"text": text}]}
+
+
+# ------------------------------------------------------------------ replies and routing
+
+
+def test_replies_are_camel_case_like_the_real_api(gemini: GeminiStandIn) -> None:
+    gemini.script(
+        Reply.calls(
+            FunctionCallSpec(
+                "click_at",
+                x=1,
+                y=2,
+                safety_decision=require_confirmation("why"),
+                thought_signature=b"sig",
+            ),
+            text="hi",
+        )
+    )
+    status, body = _post(gemini.base_url + CU_PATH, _request(_user_text()))
+    assert status == 200
+    candidate = body["candidates"][0]
+    assert candidate["finishReason"] == "STOP"
+    assert candidate["content"]["role"] == "model"
+    assert candidate["content"]["parts"] == [
+        {"text": "hi"},
+        {
+            "functionCall": {
+                "name": "click_at",
+                "args": {"x": 1, "y": 2, "safety_decision": require_confirmation("why")},
+            },
+            "thoughtSignature": _b64(b"sig"),
+        },
+    ]
+    assert set(body["usageMetadata"]) == {
+        "promptTokenCount",
+        "candidatesTokenCount",
+        "totalTokenCount",
+    }
+    assert body["modelVersion"] == DEFAULT_MODEL
+    assert body["responseId"] == "standin-0"
+
+
+@pytest.mark.parametrize("path", [CU_PATH, f"/v1/models/{DEFAULT_MODEL}:generateContent?alt=json"])
+def test_both_api_versions_and_query_params_are_served(gemini: GeminiStandIn, path: str) -> None:
+    gemini.script(Reply.text("ok"))
+    status, _ = _post(gemini.base_url + path, _request(_user_text()))
+    assert status == 200
+    assert gemini.last_request.model == DEFAULT_MODEL
+    assert gemini.last_request.api_version == path.split("/")[1]
+
+
+def test_unknown_paths_and_bad_json_get_api_errors(gemini: GeminiStandIn) -> None:
+    status, body = _post(gemini.base_url + "/v1/models/x:countTokens", _request(_user_text()))
+    assert status == 404 and body["error"]["status"] == "NOT_FOUND"
+    status, body = _post(gemini.base_url + CU_PATH, None, method="GET")
+    assert status == 404
+    status, body = _post(gemini.base_url + CU_PATH, b"{not json")
+    assert status == 400 and body["error"] == {
+        "code": 400,
+        "message": "Invalid JSON payload received.",
+        "status": "INVALID_ARGUMENT",
+    }
+
+
+def test_error_replies_have_the_api_body(gemini: GeminiStandIn) -> None:
+    gemini.script(Reply.error(429), Reply.error(418, "teapot", "TEAPOT"))
+    status, body = _post(gemini.base_url + CU_PATH, _request(_user_text()))
+    assert status == 429
+    assert body == {
+        "error": {
+            "code": 429,
+            "message": "Resource has been exhausted (e.g. check quota).",
+            "status": "RESOURCE_EXHAUSTED",
+        }
+    }
+    status, body = _post(gemini.base_url + CU_PATH, _request(_user_text()))
+    assert (status, body["error"]["status"], body["error"]["message"]) == (418, "TEAPOT", "teapot")
+
+
+def test_exhausted_script_answers_a_final_text_and_says_so(
+    gemini: GeminiStandIn, make_planner: Factory
+) -> None:
+    gemini.script(Reply.text("first"))
+    planner = make_planner()
+    assert gemini.remaining == 1
+    assert planner.propose(planner.start_contents("x")).text == "first"
+    assert not gemini.exhausted
+    assert planner.propose(planner.start_contents("x")).text == EXHAUSTED_TEXT
+    assert gemini.exhausted and gemini.exhausted_count == 1
+    gemini.extend(Reply.text("more"))
+    assert planner.propose(planner.start_contents("x")).text == "more"
+
+
+def test_callable_script_sees_the_request_and_its_index(
+    gemini: GeminiStandIn, make_planner: Factory
+) -> None:
+    seen: list[tuple[str, int]] = []
+
+    def script(request: dict[str, Any], index: int) -> dict[str, Any] | Reply:
+        seen.append((request["contents"][0]["parts"][0]["text"], index))
+        if index == 0:
+            return Reply.calls(FunctionCallSpec("search"))
+        return {
+            "candidates": [
+                {"content": {"role": "model", "parts": [{"text": "raw"}]}, "finishReason": "STOP"}
+            ]
+        }
+
+    gemini.script(script)
+    planner = make_planner()
+    assert planner.propose(planner.start_contents("a")).calls[0]["name"] == "search"
+    assert planner.propose(planner.start_contents("b")).text == "raw"
+    assert seen == [("a", 0), ("b", 1)]
+    with pytest.raises(ValueError, match="list script"):
+        gemini.extend(Reply.text("x"))
+
+
+def test_json_script_items_match_the_builders() -> None:
+    assert Reply.from_json({"text": "done"}) == Reply.text("done")
+    assert Reply.from_json({"malformed": True}) == Reply.malformed()
+    assert Reply.from_json({"error": 503}) == Reply.error(503)
+    assert Reply.from_json({"no_candidates": True}) == Reply.no_candidates()
+    assert Reply.from_json({"raw": {"candidates": []}}) == Reply.raw({"candidates": []})
+    item = {
+        "calls": [{"name": "click_at", "args": {"x": 1, "y": 2}, "thoughtSignature": "c2ln"}],
+        "text": "t",
+    }
+    expected = Reply.calls(
+        FunctionCallSpec("click_at", x=1, y=2, thought_signature="c2ln"), text="t"
+    )
+    assert Reply.from_json(item) == expected
+    with pytest.raises(ValueError, match="Unrecognised"):
+        Reply.from_json({"nonsense": 1})
+
+
+def test_context_manager_sets_and_restores_the_base_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", "http://previous.invalid")
+    with GeminiStandIn() as standin:
+        assert os.environ["GOOGLE_GEMINI_BASE_URL"] == standin.base_url
+        assert standin.base_url.startswith("http://127.0.0.1:")
+    assert os.environ["GOOGLE_GEMINI_BASE_URL"] == "http://previous.invalid"
+    monkeypatch.delenv("GOOGLE_GEMINI_BASE_URL")
+    with GeminiStandIn():
+        pass
+    assert "GOOGLE_GEMINI_BASE_URL" not in os.environ
+
+
+# ------------------------------------------------------------------ recording
+
+
+def test_records_headers_body_and_decodes_both_spellings(gemini: GeminiStandIn) -> None:
+    png = make_png(3, 3)
+    gemini.script(Reply.text("ok"))
+    body = {
+        "contents": [
+            {
+                "role": "user",
+                "parts": [
+                    {"text": "task"},
+                    {"inline_data": {"mime_type": "image/png", "data": _b64(png)}},
+                ],
+            },
+            {
+                "role": "model",
+                "parts": [{"function_call": {"name": "click_at", "args": {"x": 1, "y": 2}}}],
+            },
+            {
+                "role": "user",
+                "parts": [
+                    {
+                        "function_response": {
+                            "name": "click_at",
+                            "response": {"url": ""},
+                            "parts": [
+                                {
+                                    "inlineData": {
+                                        "mimeType": "image/png",
+                                        "data": base64.urlsafe_b64encode(png).decode(),
+                                    }
+                                }
+                            ],
+                        }
+                    }
+                ],
+            },
+        ],
+        "tools": [
+            {
+                "computer_use": {
+                    "environment": "ENVIRONMENT_BROWSER",
+                    "excluded_predefined_functions": ["search"],
+                }
+            }
+        ],
+    }
+    status, _ = _post(gemini.base_url + CU_PATH, body)
+    assert status == 200, gemini.violations
+    req = gemini.last_request
+    assert req.method == "POST"
+    assert req.headers["x-goog-api-key"] == DUMMY_API_KEY
+    assert req.body == body
+    assert req.computer_use_tool() == {
+        "environment": "ENVIRONMENT_BROWSER",
+        "excludedPredefinedFunctions": ["search"],
+    }
+    assert gemini.image_parts() == [png, png]
+    assert gemini.function_responses() == [
+        {"name": "click_at", "response": {"url": ""}, "id": None, "images": [png]}
+    ]
+
+
+# ------------------------------------------------------------------ contract checks
+
+
+def test_missing_key_is_refused(gemini: GeminiStandIn) -> None:
+    gemini.script(Reply.text("never"))
+    status, body = _post(gemini.base_url + CU_PATH, _request(_user_text()), key=None)
+    assert status == 403 and body["error"]["status"] == "PERMISSION_DENIED"
+    assert [v.rule for v in gemini.violations] == ["api_key"]
+    assert gemini.remaining == 1
+
+
+def test_wrong_key_is_refused_when_a_key_is_expected() -> None:
+    with GeminiStandIn([Reply.text("ok")], expected_api_key="right") as standin:
+        status, body = _post(standin.base_url + CU_PATH, _request(_user_text()), key="wrong")
+        assert status == 400 and "API key not valid" in body["error"]["message"]
+        status, _ = _post(standin.base_url + CU_PATH, _request(_user_text()), key="right")
+        assert status == 200
+
+
+def test_computer_use_model_needs_the_tool(gemini: GeminiStandIn, make_planner: Factory) -> None:
+    gemini.script(Reply.text("ok"))
+    planner = make_planner()
+    with pytest.raises(ApiError) as info:
+        planner.generate(planner.start_contents("x"), config=types.GenerateContentConfig())
+    assert info.value.status_code == 400
+    assert "requires the use of the Computer Use tool" in info.value.message
+    # Another model has no such requirement.
+    other = make_planner(model="gemini-3-flash-preview")
+    other.generate(other.start_contents("x"), config=types.GenerateContentConfig())
+    assert [v.rule for v in gemini.violations] == ["computer_use_tool"]
+
+
+def test_user_image_must_really_be_a_png(gemini: GeminiStandIn, make_planner: Factory) -> None:
+    gemini.script(Reply.text("ok"))
+    planner = make_planner()
+    with pytest.raises(ApiError) as info:
+        planner.propose(planner.start_contents("x", make_jpeg()))  # labelled image/png
+    assert info.value.status_code == 400
+    assert "not a valid PNG" in info.value.message
+    status, body = _post(
+        gemini.base_url + CU_PATH,
+        _request(
+            {
+                "role": "user",
+                "parts": [{"inlineData": {"mimeType": "image/jpeg", "data": _b64(make_jpeg())}}],
+            }
+        ),
+    )
+    assert status == 400 and "requires image of mime_type image/png" in body["error"]["message"]
+
+
+def test_function_response_without_a_call_is_refused(gemini: GeminiStandIn) -> None:
+    orphan = {"role": "user", "parts": [{"functionResponse": {"name": "click_at", "response": {}}}]}
+    status, body = _post(gemini.base_url + CU_PATH, _request(_user_text(), orphan))
+    assert status == 400
+    assert (
+        "function response turn comes immediately after a function call turn"
+        in body["error"]["message"]
+    )
+
+
+def test_history_ending_with_unanswered_calls_is_refused(gemini: GeminiStandIn) -> None:
+    model = {"role": "model", "parts": [{"functionCall": {"name": "go_back", "args": {}}}]}
+    status, body = _post(gemini.base_url + CU_PATH, _request(_user_text(), model))
+    assert status == 400
+    assert "expected responses ['go_back']" in body["error"]["message"]
+
+
+# ------------------------------------------------------------------ command line
+
+
+def test_command_line_serves_a_json_script(tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"calls": [{"name": "search", "args": {}}]}, {"text": "bye"}]))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "vnc_use.testing.gemini_standin", "--script", str(script)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        base_url = proc.stdout.readline().strip()
+        assert base_url.startswith("http://127.0.0.1:")
+        status, body = _post(base_url + CU_PATH, _request(_user_text()))
+        assert status == 200
+        assert body["candidates"][0]["content"]["parts"] == [
+            {"functionCall": {"name": "search", "args": {}}}
+        ]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
