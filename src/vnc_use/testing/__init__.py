@@ -1,0 +1,10 @@
+"""Test helpers that users can run too.
+
+* ``vnc_use.testing.desktop`` starts a real TigerVNC ``Xvnc`` desktop
+  (``python -m vnc_use.testing.desktop``).
+* ``vnc_use.testing.probe`` is a full-screen Tk app that records every click, key and
+  scroll it receives as JSON lines (``python -m vnc_use.testing.probe --out events.jsonl``),
+  plus :class:`~vnc_use.testing.probe.ProbeLog` to read that file from tests.
+
+This package module imports nothing heavy; import the submodules you need.
+"""

@@ -1,0 +1,294 @@
+"""Probe: a full-screen Tk app that records every input event it receives.
+
+Run it on a desktop to check that a VNC set-up delivers clicks, keys and scrolls exactly::
+
+    DISPLAY=:1 python -m vnc_use.testing.probe --out events.jsonl
+
+Each event is one JSON object per line, flushed at once. Types: ``ready`` (window mapped and
+focused; carries ``width``, ``height`` and the ``entry`` box), ``press``/``release``
+(``x``, ``y`` root pixels, ``button``), ``double``/``triple`` (multi-clicks), ``motion``
+(``x``, ``y``, ``buttons`` mask), ``wheel`` (``button`` 4 up, 5 down, 6 left, 7 right, or a
+``delta`` on Tk 8.7+), ``key``/``keyup`` (``keysym``, ``char``, ``state``), ``text`` (the
+entry's text after every change) and ``submit`` (Return in the entry, with ``text``).
+
+The window is override-redirect at ``+0+0`` and covers the whole screen, so clicks at every
+pixel (corners included) land on it without a window manager; the text entry keeps the
+keyboard focus. In the entry, Ctrl+A selects all (as in most toolkits; stock Tk moves to the
+line start) and Tab is recorded but does not move the focus.
+
+:class:`ProbeLog` reads the file from tests and waits for events without fixed sleeps.
+This module imports :mod:`tkinter` only when the app runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+__all__ = ["ProbeLog", "main"]
+
+Event = dict[str, Any]
+
+_COLORS = ("#e02020", "#20a020", "#2050e0", "#e0a000", "#a020c0", "#00a0a0")
+_BACKGROUND = "#f4f4f4"
+_BUTTON_MASK = 0x1F00  # Button1Mask .. Button5Mask in an X event state
+
+
+class ProbeLog:
+    """Reads a probe's JSON-lines file; :meth:`clear` sets a mark, later reads start there."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._mark = 0
+
+    def all_events(self) -> list[Event]:
+        """Every complete event in the file, from the start."""
+        try:
+            data = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return []
+        lines = data.split("\n")[:-1]  # the last piece is empty or still being written
+        return [json.loads(line) for line in lines if line.strip()]
+
+    def events(self, type: str | None = None) -> list[Event]:
+        """Events since the mark, optionally only those of one ``type``."""
+        found = self.all_events()[self._mark :]
+        return [e for e in found if type is None or e.get("type") == type]
+
+    def clear(self) -> int:
+        """Set the mark after the events seen so far; returns their count."""
+        self._mark = len(self.all_events())
+        return self._mark
+
+    def wait_for(
+        self, predicate: Callable[[Event], bool], timeout: float = 5.0, what: str = "event"
+    ) -> Event:
+        """Poll until an event since the mark matches ``predicate``; return the first one.
+
+        Raises :class:`TimeoutError` listing the last events seen when none matches in time.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            seen = self.events()
+            for event in seen:
+                if predicate(event):
+                    return event
+            if time.monotonic() >= deadline:
+                tail = ", ".join(json.dumps(e, ensure_ascii=False) for e in seen[-8:])
+                raise TimeoutError(f"probe: no {what} within {timeout:g} s; last events: {tail}")
+            time.sleep(0.005)
+
+    def wait_type(self, type: str, timeout: float = 5.0, **fields: Any) -> Event:
+        """Wait for an event of ``type`` whose listed fields equal the given values."""
+
+        def matches(event: Event) -> bool:
+            return event.get("type") == type and all(event.get(k) == v for k, v in fields.items())
+
+        return self.wait_for(matches, timeout, what=f"{type} {fields or ''}".strip())
+
+
+class _Probe:
+    """The Tk app. Kept in a class so ``tkinter`` is imported only by :func:`main`."""
+
+    def __init__(self, out: IO[str], title: str, busy: bool = False) -> None:
+        import tkinter as tk
+
+        self.tk = tk
+        self.out = out
+        self.seq = 0
+        self.clicks = 0
+        self.shift_keys: set[str] = set()
+        self.root = tk.Tk(className="vnc-use-probe")
+        self.root.title(title)
+        width, height = self.root.winfo_screenwidth(), self.root.winfo_screenheight()
+        self.size = (width, height)
+        self.root.overrideredirect(True)
+        self.root.geometry(f"{width}x{height}+0+0")
+        self.canvas = tk.Canvas(
+            self.root, width=width, height=height, bg=_BACKGROUND, highlightthickness=0
+        )
+        self.canvas.place(x=0, y=0, width=width, height=height)
+        if busy:
+            self.backdrop = tk.PhotoImage(master=self.root, data=_busy_png(width, height))
+            self.canvas.create_image(0, 0, image=self.backdrop, anchor="nw")
+        self.text = tk.StringVar(self.root)
+        self.entry = tk.Entry(self.root, textvariable=self.text, font=("TkFixedFont", 14))
+        self.entry_box = (width // 4, max(10, height // 10), width // 2, 32)
+        x, y, w, h = self.entry_box
+        self.entry.place(x=x, y=y, width=w, height=h)
+        self.status = self.canvas.create_text(
+            width // 2, height - 24, text=f"vnc-use probe {width}x{height}", fill="#404040"
+        )
+        for widget in (self.canvas, self.entry, self.root):
+            widget.bindtags(("Probe", "ProbeMulti", *widget.bindtags()))
+        self._bind()
+
+    def _bind(self) -> None:
+        r = self.root
+        r.bind_class("Probe", "<ButtonPress>", self.on_press)
+        r.bind_class("Probe", "<ButtonRelease>", self.on_release)
+        r.bind_class("Probe", "<Motion>", self.on_motion)
+        r.bind_class("Probe", "<MouseWheel>", self.on_mousewheel)
+        r.bind_class("Probe", "<KeyPress>", self.on_key)
+        r.bind_class("Probe", "<KeyRelease>", self.on_keyup)
+        r.bind_class("ProbeMulti", "<Double-ButtonPress>", lambda e: self.on_multi(e, "double"))
+        r.bind_class("ProbeMulti", "<Triple-ButtonPress>", lambda e: self.on_multi(e, "triple"))
+        self.entry.bind("<Control-a>", self.on_select_all)
+        self.entry.bind("<Return>", lambda e: self.emit("submit", text=self.text.get()))
+        self.text.trace_add("write", lambda *_: self.emit("text", text=self.text.get()))
+
+    def emit(self, type: str, **fields: Any) -> None:
+        self.seq += 1
+        event = {"type": type, "seq": self.seq, "t": round(time.time(), 6), **fields}
+        self.out.write(json.dumps(event) + "\n")
+        self.out.flush()
+        if type not in ("motion", "text"):
+            label = " ".join(f"{k}={v}" for k, v in fields.items())
+            self.canvas.itemconfigure(self.status, text=f"#{self.seq} {type} {label}"[:160])
+
+    def on_press(self, e: Any) -> None:
+        if e.num in (4, 5, 6, 7):
+            # Tk 8.6 reports X buttons 6/7 as Shift+4/5 (its horizontal-scroll convention);
+            # a Shift state without a Shift key held down means buttons 6/7.
+            horizontal = e.num in (4, 5) and e.state & 1 and not self.shift_keys
+            button = e.num + 2 if horizontal else e.num
+            self.emit("wheel", x=e.x_root, y=e.y_root, button=button, state=e.state)
+            return
+        self.emit("press", x=e.x_root, y=e.y_root, button=e.num)
+        color = _COLORS[self.clicks % len(_COLORS)]
+        self.clicks += 1
+        x, y = e.x_root, e.y_root
+        self.canvas.create_rectangle(x - 6, y - 6, x + 6, y + 6, fill=color, outline=color)
+
+    def on_release(self, e: Any) -> None:
+        if e.num not in (4, 5, 6, 7):
+            self.emit("release", x=e.x_root, y=e.y_root, button=e.num)
+
+    def on_multi(self, e: Any, kind: str) -> None:
+        if e.num not in (4, 5, 6, 7):
+            self.emit(kind, x=e.x_root, y=e.y_root, button=e.num)
+
+    def on_motion(self, e: Any) -> None:
+        self.emit("motion", x=e.x_root, y=e.y_root, buttons=(e.state & _BUTTON_MASK) >> 8)
+
+    def on_mousewheel(self, e: Any) -> None:
+        self.emit("wheel", x=e.x_root, y=e.y_root, delta=e.delta, state=e.state)
+
+    def on_key(self, e: Any) -> str | None:
+        if e.keysym in ("Shift_L", "Shift_R"):
+            self.shift_keys.add(e.keysym)
+        self.emit("key", keysym=e.keysym, char=e.char, state=e.state)
+        return "break" if e.keysym in ("Tab", "ISO_Left_Tab") else None
+
+    def on_keyup(self, e: Any) -> None:
+        self.shift_keys.discard(e.keysym)
+        self.emit("keyup", keysym=e.keysym, char=e.char, state=e.state)
+
+    def on_select_all(self, e: Any) -> str:
+        self.entry.selection_range(0, self.tk.END)
+        self.entry.icursor(self.tk.END)
+        return "break"
+
+    def wait_ready(self, deadline: float) -> None:
+        """Grab the focus (no window manager does it for us), then announce ``ready``."""
+        focused = self.root.focus_get() is self.entry
+        if self.root.winfo_viewable() and focused:
+            x, y, w, h = self.entry_box
+            self.emit("ready", width=self.size[0], height=self.size[1], entry=[x, y, w, h])
+            return
+        if time.monotonic() > deadline:
+            self.emit("error", message="could not get the keyboard focus")
+            self.root.destroy()
+            return
+        self.root.lift()
+        self.root.focus_force()
+        self.entry.focus_force()
+        self.root.after(20, self.wait_ready, deadline)
+
+    def run(self) -> None:
+        self.root.after(0, self.wait_ready, time.monotonic() + 10.0)
+        self.root.mainloop()
+
+
+def _busy_png(width: int, height: int) -> bytes:
+    """A desktop-like backdrop (text, panels, a noisy "photo") for realistic screenshots."""
+    import io
+    import random
+
+    from PIL import Image, ImageDraw
+
+    rng = random.Random(1234)
+    image = Image.new("RGB", (width, height), _BACKGROUND)
+    draw = ImageDraw.Draw(image)
+    draw.rectangle((0, 0, width, 28), fill="#2b3a55")
+    words = [
+        "the",
+        "quick",
+        "brown",
+        "fox",
+        "jumps",
+        "over",
+        "lazy",
+        "dog",
+        "vnc",
+        "use",
+        "agent",
+        "click",
+        "type",
+        "scroll",
+    ]
+    for y in range(40, height - 40, 16):
+        line = " ".join(rng.choice(words) for _ in range(rng.randint(4, 22)))
+        draw.text((20, y), line, fill=rng.choice(("#202020", "#303070", "#703030")))
+    for _ in range(12):
+        x, y = rng.randrange(width - 200), rng.randrange(height - 120)
+        draw.rectangle(
+            (x, y, x + rng.randint(60, 200), y + rng.randint(20, 120)),
+            fill=rng.choice(_COLORS),
+            outline="#000000",
+        )
+    noise = Image.effect_noise((width // 3, height // 3), 60).convert("RGB")
+    image.paste(noise, (width // 2, height // 2))
+    buf = io.BytesIO()
+    image.save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the probe app until it is closed (or the process is terminated)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m vnc_use.testing.probe",
+        description=(
+            "Full-screen probe app: records every click, key, scroll and text change it "
+            "receives as JSON lines. Run it on your VNC desktop, drive it over VNC, and read "
+            "the file to check that input arrives where and as you sent it."
+        ),
+        epilog="Example: DISPLAY=:1 python -m vnc_use.testing.probe --out /tmp/probe.jsonl",
+    )
+    parser.add_argument(
+        "--out", default="-", help="file to append JSON-lines events to ('-' = stdout)"
+    )
+    parser.add_argument("--title", default="vnc-use probe", help="window title")
+    parser.add_argument(
+        "--busy", action="store_true", help="paint a desktop-like backdrop (for benchmarks)"
+    )
+    args = parser.parse_args(argv)
+    out: IO[str]
+    out = sys.stdout if args.out == "-" else open(args.out, "a", encoding="utf-8")  # noqa: SIM115
+    try:
+        _Probe(out, args.title, busy=args.busy).run()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
