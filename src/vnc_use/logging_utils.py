@@ -1,0 +1,218 @@
+"""The run folder: events, redacted model exchanges, executed calls and screenshots.
+
+Layout of ``<runs_dir>/<thread_id>/``::
+
+    run.json                    settings of the run (server address, model, budgets; no secrets)
+    events.jsonl                one JSON object per event, in order
+    screenshots/<sha256>.png    every distinct PNG, written once (content-addressed)
+    steps/0003-click_at.png     the screenshot after step 3 (a hard link into screenshots/)
+    steps/0003-click_at.json    the executed call of step 3: grid and pixel coordinates, result
+    model/0002-request.json     the request of model call 2, images replaced by sha256 + size
+    model/0002-response.json    its response
+
+Nothing written here may contain a secret: every string passes through :class:`Redactor`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+REDACTED = "[REDACTED]"
+_SECRET_KEY_NAMES = re.compile(
+    r"(api[_-]?key|password|passwd|secret|authorization|(^|_)token$)", re.I
+)
+_THREAD_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+EventListener = Callable[[dict[str, Any]], None]
+
+
+def check_thread_id(thread_id: str) -> str:
+    """Return ``thread_id`` if it is safe as a folder name, else raise ``ValueError``."""
+    if not _THREAD_ID.match(thread_id):
+        raise ValueError(
+            f"invalid thread id {thread_id!r}: use 1-128 letters, digits, '.', '_' or '-'"
+        )
+    return thread_id
+
+
+class Redactor:
+    """Replaces known secret values, and values under secret-looking keys, with ``[REDACTED]``."""
+
+    def __init__(self, secrets: Iterable[str | None] = ()) -> None:
+        self._secrets = sorted({s for s in secrets if s and len(s) >= 3}, key=len, reverse=True)
+
+    def text(self, value: str) -> str:
+        """Redact every occurrence of a secret in ``value``."""
+        for secret in self._secrets:
+            if secret in value:
+                value = value.replace(secret, REDACTED)
+        return value
+
+    def __call__(self, obj: Any) -> Any:
+        """Return a redacted deep copy of a JSON-able object."""
+        if isinstance(obj, str):
+            return self.text(obj)
+        if isinstance(obj, dict):
+            out: dict[str, Any] = {}
+            for key, value in obj.items():
+                if isinstance(key, str) and _SECRET_KEY_NAMES.search(key) and value:
+                    out[key] = REDACTED
+                else:
+                    out[key] = self(value)
+            return out
+        if isinstance(obj, (list, tuple)):
+            return [self(v) for v in obj]
+        return obj
+
+
+def _image_stub(data: Any, mime: Any) -> dict[str, Any]:
+    raw: bytes
+    if isinstance(data, (bytes, bytearray)):
+        raw = bytes(data)
+    elif isinstance(data, str):
+        try:
+            raw = base64.b64decode(data, validate=False)
+        except (binascii.Error, ValueError):
+            raw = data.encode()
+    else:
+        raw = b""
+    return {"mime_type": mime, "sha256": hashlib.sha256(raw).hexdigest(), "bytes": len(raw)}
+
+
+def strip_images(obj: Any) -> Any:
+    """Replace each inline blob (``{"data", "mime_type"}``, any spelling) by its sha256 and size."""
+    if isinstance(obj, dict):
+        mime = obj.get("mime_type", obj.get("mimeType"))
+        if "data" in obj and mime is not None:
+            return _image_stub(obj["data"], mime)
+        return {k: strip_images(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [strip_images(v) for v in obj]
+    return obj
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, (bytes, bytearray)):
+        return {"bytes": len(value), "sha256": hashlib.sha256(value).hexdigest()}
+    if isinstance(value, (set, frozenset)):
+        return sorted(value)
+    return str(value)
+
+
+class RunFolder:
+    """Everything a run leaves on disk, under ``<runs_dir>/<thread_id>/``."""
+
+    def __init__(
+        self,
+        runs_dir: str | os.PathLike[str],
+        thread_id: str,
+        *,
+        secrets: Iterable[str | None] = (),
+    ) -> None:
+        self.thread_id = check_thread_id(thread_id)
+        self.path = Path(runs_dir) / thread_id
+        self.redact = Redactor(secrets)
+        self._listeners: list[EventListener] = []
+        self._lock = threading.Lock()
+        for sub in ("screenshots", "steps", "model"):
+            (self.path / sub).mkdir(parents=True, exist_ok=True)
+
+    # -- events ------------------------------------------------------------------------------
+    def add_listener(self, listener: EventListener) -> None:
+        """Call ``listener(event)`` for every event written from now on."""
+        self._listeners.append(listener)
+
+    def event(self, event: str, /, **fields: Any) -> dict[str, Any]:
+        """Append one event to ``events.jsonl`` (redacted) and pass it to the listeners."""
+        record: dict[str, Any] = self.redact(
+            {"ts": round(time.time(), 3), "event": event, **fields}
+        )
+        line = json.dumps(record, default=_json_default, ensure_ascii=False)
+        with self._lock, (self.path / "events.jsonl").open("a", encoding="utf-8") as fh:
+            fh.write(line + "\n")
+        for listener in self._listeners:
+            try:
+                listener(record)
+            except Exception:  # a broken listener must not break the run
+                log.exception("event listener failed")
+        return record
+
+    def events(self) -> list[dict[str, Any]]:
+        """All events written so far."""
+        path = self.path / "events.jsonl"
+        if not path.exists():
+            return []
+        return [json.loads(line) for line in path.read_text("utf-8").splitlines() if line]
+
+    # -- JSON files ---------------------------------------------------------------------------
+    def write_json(self, relative: str, obj: Any) -> Path:
+        """Write ``obj`` (images stripped, secrets redacted) as pretty JSON under the run folder."""
+        path = self.path / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = json.dumps(
+            self.redact(strip_images(obj)), indent=1, default=_json_default, ensure_ascii=False
+        )
+        _atomic_write(path, text.encode("utf-8"))
+        return path
+
+    def read_json(self, relative: str) -> Any:
+        """Read a JSON file of the run folder."""
+        return json.loads((self.path / relative).read_text("utf-8"))
+
+    def write_model_exchange(self, n: int, request: Any, response: Any) -> None:
+        """Keep the raw request and response of model call ``n``."""
+        self.write_json(f"model/{n:04d}-request.json", request)
+        self.write_json(f"model/{n:04d}-response.json", response)
+
+    # -- screenshots --------------------------------------------------------------------------
+    def put_screenshot(self, png: bytes) -> str:
+        """Store a PNG once under its sha256 and return the digest."""
+        sha = hashlib.sha256(png).hexdigest()
+        path = self.screenshot_path(sha)
+        if not path.exists():
+            _atomic_write(path, png)
+        return sha
+
+    def screenshot_path(self, sha: str) -> Path:
+        """Where the PNG with this digest lives."""
+        if not re.fullmatch(r"[0-9a-f]{64}", sha):
+            raise ValueError(f"not a sha256 digest: {sha!r}")
+        return self.path / "screenshots" / f"{sha}.png"
+
+    def load_screenshot(self, sha: str) -> bytes:
+        """The PNG bytes stored under ``sha``."""
+        return self.screenshot_path(sha).read_bytes()
+
+    def write_step(self, step: int, name: str, record: dict[str, Any], sha: str | None) -> None:
+        """Keep the executed call of ``step`` and link its screenshot as ``steps/NNNN-name.png``."""
+        stem = f"steps/{step:04d}-{re.sub(r'[^A-Za-z0-9_]', '_', name)[:40]}"
+        self.write_json(f"{stem}.json", record)
+        if sha is None:
+            return
+        link = self.path / f"{stem}.png"
+        with contextlib.suppress(FileNotFoundError):
+            link.unlink()
+        try:
+            os.link(self.screenshot_path(sha), link)
+        except OSError:  # file systems without hard links
+            _atomic_write(link, self.load_screenshot(sha))

@@ -1,0 +1,76 @@
+"""Human approval of the actions the model marks ``require_confirmation``.
+
+The rule is simple and absolute: such an action never runs without a person's approval. The
+Gemini API's terms forbid bypassing it, so with ``hitl_mode=False`` the run stops (``denied``)
+instead of running it.
+
+The gate is a LangGraph ``interrupt()``; LangGraph re-runs the interrupted node from its top
+when the run resumes, so :func:`hitl_gate` in :mod:`vnc_use.agent` does nothing before the
+interrupt except read state. A human answers with :data:`APPROVE` or :data:`DENY` through
+``VncUseAgent.approve(thread_id)`` / ``deny(thread_id)`` -- from the same process or any other.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from vnc_use.types import FunctionCallRecord
+
+Decision = Literal["approve", "deny"]
+APPROVE: Literal["approve"] = "approve"
+DENY: Literal["deny"] = "deny"
+
+#: ``safety_decision.decision`` values that let an action run without asking. Anything else the
+#: model sends there (``require_confirmation``, or a value we do not know) asks a human first.
+BENIGN_DECISIONS = frozenset({"regular", "allowed", "allow"})
+
+#: What an approved call's function response carries (the API's own spelling: the string).
+ACKNOWLEDGEMENT = {"safety_acknowledgement": "true"}
+
+
+def needs_confirmation(call: FunctionCallRecord) -> bool:
+    """True when the model asked for a human's confirmation before ``call`` runs (fail-safe)."""
+    decision = call.get("safety_decision")
+    if not decision:
+        return False
+    return str(decision.get("decision", "")).lower() not in BENIGN_DECISIONS
+
+
+def explanation(call: FunctionCallRecord) -> str:
+    """The model's reason for asking, or a generic one."""
+    decision = call.get("safety_decision") or {}
+    text = decision.get("explanation")
+    return str(text) if text else "The model asked for confirmation before this action."
+
+
+def approval_request(
+    call: FunctionCallRecord,
+    *,
+    thread_id: str,
+    step: int,
+    pixels: dict[str, int],
+    screen_size: tuple[int, int] | None,
+    screenshot: str | None,
+) -> dict[str, Any]:
+    """The payload shown to the person who decides (the ``interrupt()`` value)."""
+    return {
+        "thread_id": thread_id,
+        "step": step,
+        "name": call["name"],
+        "args": call["args"],
+        "pixels": pixels,
+        "screen_size": list(screen_size) if screen_size else None,
+        "explanation": explanation(call),
+        "screenshot": screenshot,
+    }
+
+
+def parse_decision(answer: Any) -> Decision:
+    """Turn a resume value into a decision; anything but a clear approval is a denial."""
+    if isinstance(answer, dict):
+        answer = answer.get("decision", answer.get("approved"))
+    if answer is True or (
+        isinstance(answer, str) and answer.strip().lower() in {APPROVE, "y", "yes"}
+    ):
+        return APPROVE
+    return DENY

@@ -1,0 +1,394 @@
+"""The LangGraph agent end to end: the Gemini stand-in, a real VNC desktop, the probe app.
+
+Every test drives a real TigerVNC desktop through the real vncdotool and the real google-genai
+SDK (talking HTTP to the stand-in), and asserts on what the desktop received, on RunResult,
+on the run folder and on the requests that went over the wire.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sqlite3
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PIL import Image
+
+from vnc_use import VncUseAgent
+from vnc_use.agent import AgentSettings
+from vnc_use.planners.gemini import GeminiComputerUse
+from vnc_use.testing.desktop import TestDesktop
+from vnc_use.testing.gemini_standin import (
+    FunctionCallSpec,
+    GeminiStandIn,
+    Reply,
+    require_confirmation,
+)
+
+from desktop_fixtures import Probe
+
+pytestmark = pytest.mark.desktop
+
+FAST = {"retry_initial_delay": 0.01, "retry_max_delay": 0.05}
+
+
+def grid(probe: Probe, x: int, y: int) -> tuple[int, int]:
+    """The 0-999 grid point the model would use for pixel (x, y) of the probe's screen."""
+    w, h = probe.size
+    return round(x * 1000 / w), round(y * 1000 / h)
+
+
+@pytest.fixture
+def make_agent(tmp_path: Path, gemini: GeminiStandIn) -> Iterator[Any]:
+    agents: list[VncUseAgent] = []
+
+    def factory(probe: Probe, **kwargs: Any) -> VncUseAgent:
+        planner_kwargs = {
+            "excluded_actions": kwargs.pop("excluded_actions", None),
+            "keep_screenshots": kwargs.get("keep_screenshots", 3),
+            **FAST,
+        }
+        agent = VncUseAgent(
+            vnc_server=probe.desktop.server,
+            vnc_password=probe.desktop.password,
+            runs_dir=kwargs.pop("runs_dir", tmp_path / "runs"),
+            planner=GeminiComputerUse(**planner_kwargs),
+            **kwargs,
+        )
+        agents.append(agent)
+        return agent
+
+    yield factory
+    for agent in agents:
+        agent.close()
+
+
+def presses(probe: Probe) -> list[tuple[int, int]]:
+    return [(e["x"], e["y"]) for e in probe.log.events("press")]
+
+
+# --------------------------------------------------------------------------- the loop
+
+
+def test_sequential_function_calls(probe: Probe, gemini: GeminiStandIn, make_agent: Any) -> None:
+    """One answer with three calls: executed one by one, in order, answered together."""
+    points = [(100, 700), (900, 120), (500, 500)]
+    gemini.script(
+        Reply.calls(*(FunctionCallSpec("click_at", x=gx, y=gy) for gx, gy in points)),
+        Reply.text("clicked three times"),
+    )
+    agent = make_agent(probe)
+    result = agent.run(task="Click three places")
+
+    assert result.status == "done", result.error
+    assert result.final_text == "clicked three times"
+    assert [t["name"] for t in result.transcript] == ["click_at"] * 3
+    expected = [(round(gx / 1000 * 1440), round(gy / 1000 * 900)) for gx, gy in points]
+    assert [(t["pixels"]["x"], t["pixels"]["y"]) for t in result.transcript] == expected
+    probe.log.wait_type("press", x=expected[-1][0], y=expected[-1][1])
+    assert presses(probe) == expected
+    # the second request answers all three calls in one user turn, in order, each with a PNG
+    second = gemini.requests[1]
+    turn = second.contents()[-1]
+    frs = [p["functionResponse"] for p in turn["parts"]]
+    assert [fr["name"] for fr in frs] == ["click_at"] * 3
+    for fr in frs:
+        assert fr["response"] == {"url": ""}
+        (img,) = [p["inlineData"]["bytes"] for p in fr["parts"]]
+        assert Image.open(io.BytesIO(img)).size == (1440, 900)
+    assert not gemini.violations and not gemini.exhausted
+
+
+def test_end_to_end_typing_into_the_probe(
+    probe: Probe, gemini: GeminiStandIn, make_agent: Any
+) -> None:
+    """A scripted run types a sentence into the probe's entry and submits it."""
+    ex, ey = grid(probe, *probe.entry_center)
+    sentence = "The quick brown fox: 42 jumps!"
+    gemini.script(
+        Reply.calls(FunctionCallSpec("click_at", x=ex, y=ey), text="I'll click the field."),
+        Reply.calls(FunctionCallSpec("type_text_at", x=ex, y=ey, text=sentence, press_enter=True)),
+        Reply.calls(FunctionCallSpec("hover_at", x=500, y=500)),
+        Reply.calls(FunctionCallSpec("key_combination", keys="End")),
+        Reply.text("Typed and submitted."),
+    )
+    agent = make_agent(probe)
+    result = agent.run(task="Type a sentence into the text field and press Enter")
+
+    assert result.status == "done", result.error
+    assert result.steps == 4
+    submit = probe.log.wait_type("submit")
+    assert submit["text"] == sentence
+    # artifacts: one PNG and one JSON per step, request/response JSON per model call, events
+    run_dir = Path(result.run_dir)
+    assert sorted(p.name for p in (run_dir / "steps").glob("*.png")) == [
+        "0001-click_at.png",
+        "0002-type_text_at.png",
+        "0003-hover_at.png",
+        "0004-key_combination.png",
+    ]
+    assert len(list((run_dir / "model").glob("*-request.json"))) == 5
+    assert len(list((run_dir / "model").glob("*-response.json"))) == 5
+    step2 = json.loads((run_dir / "steps" / "0002-type_text_at.json").read_text())
+    assert step2["args"]["text"] == sentence
+    assert step2["pixels"] == {"x": probe.entry_center[0], "y": probe.entry_center[1]}
+    request5 = json.loads((run_dir / "model" / "0005-request.json").read_text())
+    blobs = [
+        fr_part["inline_data"]
+        for c in request5["contents"]
+        for part in c["parts"]
+        if "function_response" in part
+        for fr_part in part["function_response"].get("parts", [])
+    ]
+    assert blobs and all(set(b) == {"mime_type", "sha256", "bytes"} for b in blobs)
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    kinds = [e["event"] for e in events]
+    assert kinds[0] == "run_started" and kinds[-1] == "run_ended"
+    assert kinds.count("action") == 4 and kinds.count("model_response") == 5
+    # only the last 3 screenshots go to the model: the 5th request carries 3 images, and the
+    # initial screenshot is dropped from it while its text stays
+    assert [len(r.image_parts()) for r in gemini.requests] == [1, 2, 3, 3, 3]
+    first_turn = gemini.requests[4].contents()[0]
+    assert [p.get("text") for p in first_turn["parts"]] == [
+        "Type a sentence into the text field and press Enter"
+    ]
+    assert not gemini.violations and not gemini.exhausted
+
+
+def test_model_mistakes_are_answered_not_fatal(
+    probe: Probe, gemini: GeminiStandIn, make_agent: Any
+) -> None:
+    """Unknown functions, bad arguments, excluded actions: errors for the model; the run goes on."""
+    gemini.script(
+        Reply.calls(
+            FunctionCallSpec("teleport", x=1, y=2),
+            FunctionCallSpec("click_at", x=2000, y=5),
+            FunctionCallSpec("drag_and_drop", x=1, y=1, destination_x=5, destination_y=5),
+            FunctionCallSpec("key_combination", keys="control+nosuchkey"),
+            FunctionCallSpec("click_at", x=500, y=500),
+        ),
+        Reply.text("recovered"),
+    )
+    agent = make_agent(probe, excluded_actions=["drag_and_drop"])
+    result = agent.run(task="Do things")
+
+    assert result.status == "done", result.error
+    assert [t["result"] for t in result.transcript] == ["error"] * 4 + ["ok"]
+    responses = gemini.requests[1].function_responses()
+    assert [r["name"] for r in responses] == [
+        "teleport",
+        "click_at",
+        "drag_and_drop",
+        "key_combination",
+        "click_at",
+    ]
+    errors = [r["response"].get("error", "") for r in responses]
+    assert "Unknown function 'teleport'" in errors[0]
+    assert "x" in errors[1] and "999" in errors[1]
+    assert "not available" in errors[2]
+    assert "nosuchkey" in errors[3]
+    assert errors[4] == ""
+    assert all(len(r["images"]) == 1 for r in responses)  # every call answered with a PNG
+    probe.log.wait_type("press")
+    assert presses(probe) == [(720, 450)]  # only the valid click reached the desktop
+
+
+# ------------------------------------------------------------------------- approvals
+
+
+def _confirm_script(probe: Probe) -> list[Reply]:
+    return [
+        Reply.calls(
+            FunctionCallSpec(
+                "click_at",
+                x=250,
+                y=250,
+                safety_decision=require_confirmation("Clicking accepts the terms."),
+            ),
+            text="I need to accept the terms.",
+        ),
+        Reply.text("accepted"),
+    ]
+
+
+def test_hitl_block_then_approve(probe: Probe, gemini: GeminiStandIn, make_agent: Any) -> None:
+    gemini.script(*_confirm_script(probe))
+    agent = make_agent(probe)
+    paused = agent.run(task="Accept the terms", thread_id="approve-me")
+
+    assert paused.status == "awaiting_approval"
+    assert paused.pending_call is not None
+    assert paused.pending_call["name"] == "click_at"
+    assert paused.pending_call["explanation"] == "Clicking accepts the terms."
+    assert paused.pending_call["pixels"] == {"x": 360, "y": 225}
+    assert presses(probe) == []  # nothing executed while waiting
+    assert len(gemini.requests) == 1
+
+    # a fresh agent (as another process would) approves from the checkpoint
+    agent.close()
+    result = make_agent(probe).approve("approve-me")
+    assert result.status == "done", result.error
+    assert result.transcript[0]["approved"] is True
+    probe.log.wait_type("press")
+    assert presses(probe) == [(360, 225)]
+    (response,) = gemini.requests[1].function_responses()
+    assert response["response"] == {"url": "", "safety_acknowledgement": "true"}
+    assert not gemini.violations
+
+
+def test_hitl_block_then_deny(probe: Probe, gemini: GeminiStandIn, make_agent: Any) -> None:
+    gemini.script(*_confirm_script(probe))
+    agent = make_agent(probe)
+    paused = agent.run(task="Accept the terms", thread_id="deny-me")
+    assert paused.status == "awaiting_approval"
+
+    result = agent.deny("deny-me")
+    assert result.status == "denied"
+    assert "Clicking accepts the terms." in (result.error or "")
+    assert [(t["name"], t["result"]) for t in result.transcript] == [("click_at", "denied")]
+    assert presses(probe) == []
+    assert len(gemini.requests) == 1  # the model is not asked again
+    # a denied run is final: resuming does nothing
+    assert agent.resume("deny-me").status == "denied"
+    assert presses(probe) == []
+
+
+def test_no_hitl_never_runs_a_confirmation_action(
+    probe: Probe, gemini: GeminiStandIn, make_agent: Any
+) -> None:
+    gemini.script(*_confirm_script(probe))
+    result = make_agent(probe, hitl_mode=False).run(task="Accept the terms")
+    assert result.status == "denied"
+    assert "hitl_mode is off" in (result.error or "")
+    assert presses(probe) == []
+
+
+# ---------------------------------------------------------------------------- guards
+
+
+def test_step_limit(probe: Probe, gemini: GeminiStandIn, make_agent: Any) -> None:
+    gemini.script(
+        *[Reply.calls(FunctionCallSpec("click_at", x=100 * i, y=500)) for i in range(1, 6)]
+    )
+    result = make_agent(probe, step_limit=2).run(task="Click forever")
+    assert result.status == "step_limit"
+    assert result.steps == 2
+    assert len(result.transcript) == 2
+    assert len(gemini.requests) == 2
+
+
+def test_seconds_timeout(probe: Probe, gemini: GeminiStandIn, make_agent: Any) -> None:
+    gemini.script(*[Reply.calls(FunctionCallSpec("wait_5_seconds")) for _ in range(5)])
+    agent = make_agent(probe, seconds_timeout=0.3, settings=AgentSettings(wait_seconds=0.4))
+    result = agent.run(task="Wait")
+    assert result.status == "timeout"
+    assert [t["name"] for t in result.transcript] == ["wait_5_seconds"]
+    assert len(gemini.requests) == 1
+
+
+def test_api_failure_ends_with_error_and_resumes(
+    probe: Probe, gemini: GeminiStandIn, make_agent: Any
+) -> None:
+    """An API that stays down ends the run with a clear error; resume continues it later."""
+    gemini.script(
+        Reply.calls(FunctionCallSpec("click_at", x=100, y=100)),
+        *[Reply.error(503) for _ in range(5)],
+        Reply.text("finally"),
+    )
+    agent = make_agent(probe)
+    failed = agent.run(task="Click once", thread_id="flaky")
+    assert failed.status == "error"
+    assert failed.error is not None and "503" in failed.error
+    assert failed.steps == 1
+    result = agent.resume("flaky")
+    assert result.status == "done", result.error
+    assert result.final_text == "finally"
+    assert presses(probe) == [(144, 90)]  # the click was not repeated
+
+
+def test_bad_task_and_unknown_thread(probe: Probe, make_agent: Any) -> None:
+    from vnc_use.errors import ConfigError
+
+    agent = make_agent(probe)
+    with pytest.raises(ConfigError, match="task is empty"):
+        agent.run(task="  ")
+    with pytest.raises(ConfigError, match="no run with thread id"):
+        agent.approve("nope")
+    with pytest.raises(ValueError, match="invalid thread id"):
+        agent.run(task="x", thread_id="../escape")
+
+
+def test_secrets_never_reach_artifacts_or_checkpoints(
+    probe: Probe, gemini: GeminiStandIn, make_agent: Any, tmp_path: Path
+) -> None:
+    from gemini_fixtures import DUMMY_API_KEY
+
+    gemini.script(Reply.calls(FunctionCallSpec("click_at", x=10, y=10)), Reply.text("ok"))
+    runs = tmp_path / "secret-runs"
+    result = make_agent(probe, runs_dir=runs).run(task="Click")
+    assert result.status == "done"
+    assert gemini.requests[0].api_key == DUMMY_API_KEY  # the key did go to the API...
+    password = probe.desktop.password.encode()
+    db = runs / "vnc-use.sqlite"
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    for path in runs.rglob("*"):
+        if path.is_file() and path.suffix != ".png":
+            data = path.read_bytes()
+            assert DUMMY_API_KEY.encode() not in data, path  # ...and nowhere else
+            assert password not in data, path
+
+
+# ----------------------------------------------------------------------- a real terminal
+
+
+@pytest.fixture(scope="module")
+def xterm_desktop() -> Iterator[TestDesktop]:
+    """A desktop of its own (no probe covering it) with one xterm at the top left."""
+    with TestDesktop(1280, 800) as desk:
+        desk.launch(["xterm", "-geometry", "100x30+0+0", "-fa", "DejaVu Sans Mono", "-fs", "11"])
+        deadline = time.monotonic() + 20
+        while (
+            subprocess.run(
+                ["xwininfo", "-name", "xterm"], env=desk.env, capture_output=True
+            ).returncode
+            != 0
+        ):
+            assert time.monotonic() < deadline, "xterm did not map its window"
+            time.sleep(0.05)
+        yield desk
+
+
+def test_end_to_end_shell_command_in_xterm(
+    xterm_desktop: TestDesktop, gemini: GeminiStandIn, tmp_path: Path
+) -> None:
+    """The model clicks into a terminal and types a command; the file it writes is checked."""
+    out = tmp_path / "written-by-the-agent.txt"
+    command = f"printf 'hello from %s\\n' vnc-use > {out}"
+    gemini.script(
+        Reply.calls(
+            FunctionCallSpec("type_text_at", x=200, y=200, text=command, press_enter=True),
+            text="I'll type the command into the terminal.",
+        ),
+        Reply.text("The file is written."),
+    )
+    with VncUseAgent(
+        vnc_server=xterm_desktop.server,
+        vnc_password=xterm_desktop.password,
+        runs_dir=tmp_path / "runs",
+        planner=GeminiComputerUse(**FAST),
+    ) as agent:
+        result = agent.run(task="Write a greeting into a file from the terminal")
+    assert result.status == "done", result.error
+    assert result.transcript[0]["pixels"] == {"x": 256, "y": 160}
+    deadline = time.monotonic() + 10
+    while not out.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert out.read_text() == "hello from vnc-use\n"
+    assert not gemini.violations
