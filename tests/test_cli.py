@@ -1,0 +1,303 @@
+"""The command line in real subprocesses: runs, approvals, exit codes, crashes and resumes.
+
+The Gemini stand-in runs in this test process; the CLI subprocesses reach it through
+``GOOGLE_GEMINI_BASE_URL`` (set by the ``gemini`` fixture) like they would reach Google.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import re
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vnc_use.testing.desktop import TestDesktop
+from vnc_use.testing.gemini_standin import (
+    FunctionCallSpec,
+    GeminiStandIn,
+    Reply,
+    require_confirmation,
+)
+
+from desktop_fixtures import Probe
+
+CLI = [sys.executable, "-m", "vnc_use.cli"]
+
+
+def run_cli(
+    args: list[str], desktop: TestDesktop | None = None, timeout: float = 60, **kwargs: Any
+) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    if desktop is not None:
+        env["VNC_PASSWORD"] = desktop.password
+    env.update(kwargs.pop("env", {}))
+    return subprocess.run(
+        CLI + args,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=kwargs.pop("stdin", subprocess.DEVNULL),
+        **kwargs,
+    )
+
+
+def confirm_reply() -> Reply:
+    return Reply.calls(
+        FunctionCallSpec(
+            "click_at", x=600, y=600, safety_decision=require_confirmation("Submits the form.")
+        )
+    )
+
+
+def test_help_of_both_console_scripts() -> None:
+    bindir = Path(sys.executable).parent
+    for name in ("vnc-use", "cua-vnc"):
+        proc = subprocess.run(
+            [str(bindir / name), "--help"], capture_output=True, text=True, timeout=30
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert "run" in proc.stdout and "approve" in proc.stdout and "Exit codes" in proc.stdout
+
+
+@pytest.mark.desktop
+def test_run_types_into_the_probe(probe: Probe, gemini: GeminiStandIn, tmp_path: Path) -> None:
+    w, h = probe.size
+    ex, ey = (round(v * 1000 / s) for v, s in zip(probe.entry_center, (w, h), strict=True))
+    gemini.script(
+        Reply.calls(
+            FunctionCallSpec("type_text_at", x=ex, y=ey, text="from the CLI", press_enter=True)
+        ),
+        Reply.text("Submitted."),
+    )
+    proc = run_cli(
+        ["run", "--vnc", probe.desktop.server, "--task", "Type it", "--runs-dir", str(tmp_path)],
+        probe.desktop,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "status: done" in proc.stdout and "answer: Submitted." in proc.stdout
+    assert re.search(r"step 1: type_text_at\(.*\) -> px \(\d+, \d+\)", proc.stdout)
+    assert probe.log.wait_type("submit")["text"] == "from the CLI"
+    assert probe.desktop.password not in proc.stdout + proc.stderr
+
+
+@pytest.mark.desktop
+def test_approval_from_the_shell(probe: Probe, gemini: GeminiStandIn, tmp_path: Path) -> None:
+    gemini.script(confirm_reply(), Reply.text("done after approval"))
+    base = ["--runs-dir", str(tmp_path)]
+    proc = run_cli(
+        ["run", "--vnc", probe.desktop.server, "--task", "Submit", "--thread-id", "t1", *base],
+        probe.desktop,
+    )
+    assert proc.returncode == 3, proc.stdout + proc.stderr  # stdin is not a terminal
+    assert "vnc-use approve t1" in proc.stdout and "Submits the form." in proc.stdout
+    assert probe.log.events("press") == []
+
+    proc = run_cli(["approve", "t1", *base], probe.desktop)  # the address comes from the run
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "status: done" in proc.stdout
+    assert probe.log.wait_type("press")["x"] == 864
+    (response,) = gemini.requests[1].function_responses()
+    assert response["response"]["safety_acknowledgement"] == "true"
+
+
+@pytest.mark.desktop
+def test_denial_from_the_shell(probe: Probe, gemini: GeminiStandIn, tmp_path: Path) -> None:
+    gemini.script(confirm_reply(), Reply.text("never"))
+    base = ["--runs-dir", str(tmp_path)]
+    proc = run_cli(
+        ["run", "--vnc", probe.desktop.server, "--task", "Submit", "--thread-id", "t2", *base],
+        probe.desktop,
+    )
+    assert proc.returncode == 3
+    proc = run_cli(["deny", "t2", *base], probe.desktop)
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    assert "status: denied" in proc.stdout
+    assert probe.log.events("press") == []
+    assert len(gemini.requests) == 1
+
+
+@pytest.mark.desktop
+def test_interactive_approval_on_a_terminal(
+    probe: Probe, gemini: GeminiStandIn, tmp_path: Path
+) -> None:
+    gemini.script(confirm_reply(), Reply.text("approved at the prompt"))
+    master, slave = pty.openpty()
+    try:
+        os.write(master, b"y\n")  # the terminal line discipline holds it until input() reads
+        proc = run_cli(
+            ["run", "--vnc", probe.desktop.server, "--task", "Submit", "--runs-dir", str(tmp_path)],
+            probe.desktop,
+            stdin=slave,
+        )
+    finally:
+        os.close(slave)
+        os.close(master)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Allow it? [y/n]" in proc.stdout and "Submits the form." in proc.stdout
+    assert probe.log.wait_type("press")["y"] == 540
+
+
+@pytest.mark.desktop
+def test_budget_exit_code(probe: Probe, gemini: GeminiStandIn, tmp_path: Path) -> None:
+    gemini.script(*[Reply.calls(FunctionCallSpec("hover_at", x=i, y=i)) for i in range(5)])
+    proc = run_cli(
+        [
+            *("run", "--vnc", probe.desktop.server, "--task", "Hover"),
+            *("--step-limit", "1", "--runs-dir", str(tmp_path)),
+        ],
+        probe.desktop,
+    )
+    assert proc.returncode == 5, proc.stdout + proc.stderr
+    assert "status: step_limit" in proc.stdout
+
+
+@pytest.mark.desktop
+def test_kill_9_mid_run_then_resume_from_a_new_process(
+    probe: Probe, gemini: GeminiStandIn, tmp_path: Path
+) -> None:
+    """SIGKILL while the model is thinking; a new process resumes and nothing is lost or redone."""
+    replies = {
+        0: Reply.calls(FunctionCallSpec("click_at", x=100, y=100)),
+        2: Reply.calls(FunctionCallSpec("click_at", x=200, y=200)),
+        3: Reply.text("finished after the crash"),
+    }
+    reached, release = threading.Event(), threading.Event()
+
+    def script(body: Any, index: int) -> Reply:
+        if index == 1:  # the second model call: the process is killed while it waits
+            reached.set()
+            release.wait(30)
+            return Reply.text("too late: the asker is dead")
+        return replies[index]
+
+    gemini.script(script)
+    base = ["--runs-dir", str(tmp_path)]
+    env = {**os.environ, "VNC_PASSWORD": probe.desktop.password}
+    proc = subprocess.Popen(
+        [
+            *(*CLI, "run", "--vnc", probe.desktop.server, "--task", "Click twice"),
+            *("--thread-id", "crashy", *base),
+        ],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        assert reached.wait(30), "the CLI never asked the model a second time"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+    finally:
+        release.set()
+        if proc.poll() is None:
+            proc.kill()
+        assert proc.stdout is not None
+        proc.stdout.close()
+    assert proc.returncode == -signal.SIGKILL
+
+    resumed = run_cli(["resume", "crashy", *base], probe.desktop)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "finished after the crash" in resumed.stdout
+    probe.log.wait_type("press", x=288, y=180)
+    assert [(e["x"], e["y"]) for e in probe.log.events("press")] == [(144, 90), (288, 180)]
+
+
+# ------------------------------------------------------------------ bad input, one line each
+
+
+def _one_line_error(proc: subprocess.CompletedProcess[str]) -> str:
+    assert "Traceback" not in proc.stderr, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("vnc-use:")]
+    assert len(lines) == 1, proc.stderr
+    return lines[0]
+
+
+def test_missing_api_key(desktop: TestDesktop, tmp_path: Path) -> None:
+    env = {"GOOGLE_API_KEY": "", "GEMINI_API_KEY": ""}
+    proc = run_cli(
+        ["run", "--vnc", desktop.server, "--task", "x", "--runs-dir", str(tmp_path)],
+        desktop,
+        env=env,
+    )
+    assert proc.returncode == 2
+    assert "GOOGLE_API_KEY" in _one_line_error(proc)
+
+
+def test_wrong_vnc_password(desktop: TestDesktop, gemini: GeminiStandIn, tmp_path: Path) -> None:
+    proc = run_cli(
+        ["run", "--vnc", desktop.server, "--task", "x", "--runs-dir", str(tmp_path)],
+        env={"VNC_PASSWORD": "wrong-pw"},
+    )
+    assert proc.returncode == 1
+    assert "password" in _one_line_error(proc).lower()
+    assert "wrong-pw" not in proc.stdout + proc.stderr
+    assert gemini.requests == []
+
+
+def test_malformed_address(gemini: GeminiStandIn, tmp_path: Path) -> None:
+    proc = run_cli(["run", "--vnc", "host::notaport", "--task", "x", "--runs-dir", str(tmp_path)])
+    assert proc.returncode == 2
+    assert "host::notaport" in _one_line_error(proc)
+
+
+def test_unknown_run(tmp_path: Path) -> None:
+    proc = run_cli(["approve", "nosuchrun", "--runs-dir", str(tmp_path)])
+    assert proc.returncode == 2
+    assert "nosuchrun" in _one_line_error(proc)
+
+
+def test_bad_usage_is_exit_2() -> None:
+    proc = run_cli(["run", "--task", "no address"])
+    assert proc.returncode == 2
+    assert "--vnc" in proc.stderr
+
+
+@pytest.mark.desktop
+def test_readme_offline_flow_with_the_stand_in_command(probe: Probe, tmp_path: Path) -> None:
+    """The README's offline recipe: the stand-in as a command, `vnc-use run` pointed at it."""
+    script = tmp_path / "script.json"
+    script.write_text(
+        json.dumps(
+            [{"calls": [{"name": "click_at", "args": {"x": 500, "y": 500}}]}, {"text": "done"}]
+        )
+    )
+    standin = subprocess.Popen(
+        [sys.executable, "-m", "vnc_use.testing.gemini_standin", "--script", str(script)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert standin.stdout is not None
+        base_url = standin.stdout.readline().strip()
+        proc = subprocess.run(
+            [
+                *(str(Path(sys.executable).parent / "vnc-use"), "run"),
+                *("--vnc", probe.desktop.server, "--task", "Click the middle"),
+                *("--runs-dir", str(tmp_path / "runs")),
+            ],
+            env={
+                **os.environ,
+                "GOOGLE_GEMINI_BASE_URL": base_url,
+                "GOOGLE_API_KEY": "dummy",
+                "VNC_PASSWORD": probe.desktop.password,
+            },
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
+    finally:
+        standin.terminate()
+        standin.wait(timeout=10)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    press = probe.log.wait_type("press")
+    assert (press["x"], press["y"]) == (720, 450)

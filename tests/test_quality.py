@@ -1,0 +1,51 @@
+"""Lint, format and type checks are part of the test suite, so CI cannot land unchecked code."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["ruff", "check", "src", "tests", "benchmarks"],
+        ["ruff", "format", "--check", "src", "tests", "benchmarks"],
+        ["mypy"],
+    ],
+    ids=["ruff-check", "ruff-format", "mypy"],
+)
+def test_static_checks(argv: list[str]) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", *argv], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_vncdotool_is_imported_in_one_module_only() -> None:
+    users = [
+        p.relative_to(ROOT).as_posix()
+        for p in (ROOT / "src").rglob("*.py")
+        if "vncdotool" in p.read_text("utf-8").replace("# vncdotool", "")
+        and any(
+            line.lstrip().startswith(("import vncdotool", "from vncdotool"))
+            for line in p.read_text("utf-8").splitlines()
+        )
+    ]
+    assert users == ["src/vnc_use/backends/vnc.py"]
+
+
+def test_only_the_cli_prints() -> None:
+    offenders = [
+        p.relative_to(ROOT).as_posix()
+        for p in (ROOT / "src").rglob("*.py")
+        if p.name != "cli.py"
+        and p.parent.name != "testing"
+        and any(line.lstrip().startswith("print(") for line in p.read_text("utf-8").splitlines())
+    ]
+    assert offenders == []
