@@ -39,5 +39,5 @@ def test_desktop_command_serves_a_desktop_until_stopped() -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    with pytest.raises(VncConnectionError, match="127.0.0.1"):
+    with pytest.raises(VncConnectionError, match=r"127\.0\.0\.1"):
         VNCController(connect_timeout=2).connect(info["VNC address"], info["password"])
