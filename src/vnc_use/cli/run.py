@@ -1,37 +1,21 @@
-"""The ``vnc-use`` / ``cua-vnc`` command line (the only module that prints).
-
-Exit codes: 0 done, 1 error, 2 bad usage or configuration, 3 awaiting approval, 4 denied,
-5 step or time budget reached.
-"""
+"""``vnc-use run``, ``approve``, ``deny``, ``resume``: drive runs and answer approvals."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from vnc_use import __version__
-from vnc_use.errors import ConfigError, VncUseError
+from vnc_use.cli.common import EXIT_CODES, EXIT_ERROR, add_runs_dir
+from vnc_use.errors import ConfigError
 from vnc_use.types import RunResult
-
-EXIT_DONE, EXIT_ERROR, EXIT_USAGE, EXIT_AWAITING, EXIT_DENIED, EXIT_BUDGET = 0, 1, 2, 3, 4, 5
-EXIT_CODES = {
-    "done": EXIT_DONE,
-    "error": EXIT_ERROR,
-    "awaiting_approval": EXIT_AWAITING,
-    "denied": EXIT_DENIED,
-    "step_limit": EXIT_BUDGET,
-    "timeout": EXIT_BUDGET,
-}
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--runs-dir", default="runs", help="folder of run folders and checkpoints")
+    add_runs_dir(p)
     p.add_argument(
         "--vnc-password",
         default=None,
@@ -40,16 +24,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="print only the final result")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser (exposed for docs and tests)."""
-    parser = argparse.ArgumentParser(
-        prog="vnc-use",
-        description="Let Gemini Computer Use operate a VNC desktop.",
-        epilog="Exit codes: 0 done, 1 error, 2 usage, 3 awaiting approval, 4 denied, 5 budget.",
-    )
-    parser.add_argument("--version", action="version", version=f"vnc-use {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
+def register(sub: Any) -> None:
+    """Add ``run``, ``approve``, ``deny`` and ``resume`` to the sub-command parsers."""
     run = sub.add_parser("run", help="start a run for a task")
     run.add_argument("--vnc", required=True, metavar="HOST::PORT", help="VNC server address")
     run.add_argument("--task", required=True, help="what to do, in plain words")
@@ -63,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-initial-screenshot", action="store_true", help="send the task without a screenshot"
     )
     _common(run)
+    run.set_defaults(func=command)
 
     for name, text in (
         ("approve", "approve the action a run is waiting on, and continue"),
@@ -73,7 +50,14 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("thread_id", metavar="ID")
         p.add_argument("--vnc", default=None, metavar="HOST::PORT", help="default: the run's own")
         _common(p)
-    return parser
+        p.set_defaults(func=command)
+
+
+def command(args: argparse.Namespace) -> int:
+    """Run one of the four commands; returns the exit code of the run's outcome."""
+    result = _drive(args)
+    _report(result)
+    return EXIT_CODES.get(result.status, EXIT_ERROR)
 
 
 class Printer:
@@ -201,27 +185,3 @@ def _drive(args: argparse.Namespace) -> RunResult:
             allowed = _ask(result.pending_call)
             result = agent.approve(result.thread_id) if allowed else agent.deny(result.thread_id)
         return result
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``vnc-use`` and ``cua-vnc``; returns the exit code."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    try:
-        result = _drive(args)
-    except ConfigError as exc:
-        print(f"vnc-use: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except VncUseError as exc:
-        print(f"vnc-use: {exc}", file=sys.stderr)
-        return EXIT_ERROR
-    except KeyboardInterrupt:
-        print("vnc-use: interrupted; continue later with 'vnc-use resume ID'", file=sys.stderr)
-        return 130
-    _report(result)
-    return EXIT_CODES.get(result.status, EXIT_ERROR)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,53 @@
+"""The ``vnc-use`` / ``cua-vnc`` command line (the only package that prints).
+
+Each command family lives in its own module with a ``register(subparsers)`` function that
+adds its sub-commands and sets ``func`` (a callable taking the parsed arguments and returning
+the exit code). Exit codes: 0 done, 1 error, 2 bad usage or configuration, 3 awaiting
+approval, 4 denied, 5 step or time budget reached, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from vnc_use import __version__
+from vnc_use.cli import run as run_commands
+from vnc_use.cli.common import EXIT_ERROR, EXIT_USAGE
+from vnc_use.errors import ConfigError, VncUseError
+
+__all__ = ["build_parser", "main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (exposed for docs and tests)."""
+    parser = argparse.ArgumentParser(
+        prog="vnc-use",
+        description="Let Gemini Computer Use operate a VNC desktop.",
+        epilog="Exit codes: 0 done, 1 error, 2 usage, 3 awaiting approval, 4 denied, 5 budget.",
+    )
+    parser.add_argument("--version", action="version", version=f"vnc-use {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    run_commands.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``vnc-use`` and ``cua-vnc``; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        code: int = args.func(args)
+    except ConfigError as exc:
+        print(f"vnc-use: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except VncUseError as exc:
+        print(f"vnc-use: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("vnc-use: interrupted; continue later with 'vnc-use resume ID'", file=sys.stderr)
+        return 130
+    return code
