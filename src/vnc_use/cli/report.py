@@ -1,0 +1,154 @@
+"""``vnc-use report``, ``runs`` and ``show``: look at runs after the fact.
+
+They read the run folders only (never the checkpoint database), so they work on any run, of
+any age, while another process is running it, and without a desktop or an API key.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from typing import Any
+
+from vnc_use.cli.common import EXIT_DONE, add_runs_dir
+from vnc_use.cli.progress import LineFormatter, plain
+from vnc_use.logging_utils import Redactor
+from vnc_use.report import GIF_NAME, REPORT_NAME, write_gif, write_report
+from vnc_use.runs import RunSummary, list_runs, read_events, run_folder, summarize
+
+__all__ = ["register"]
+
+
+def register(sub: Any) -> None:
+    """Add ``report``, ``runs`` and ``show`` to the sub-command parsers."""
+    p = sub.add_parser("report", help="write a run's HTML report (and with --gif, an animation)")
+    p.add_argument("thread_id", metavar="ID")
+    p.add_argument("--gif", action="store_true", help=f"also write {GIF_NAME}: the steps animated")
+    p.add_argument("--embed", action="store_true", help="put the screenshots inside the HTML file")
+    add_runs_dir(p)
+    p.set_defaults(func=report_command)
+
+    p = sub.add_parser("runs", help="list the runs, newest first")
+    p.add_argument("--limit", type=int, default=None, metavar="N", help="only the newest N")
+    p.add_argument("--json", action="store_true", help="one JSON object per run")
+    add_runs_dir(p)
+    p.set_defaults(func=runs_command)
+
+    p = sub.add_parser("show", help="print a run's transcript")
+    p.add_argument("thread_id", metavar="ID")
+    p.add_argument("--json", action="store_true", help="its events, one JSON object per line")
+    add_runs_dir(p)
+    p.set_defaults(func=show_command)
+
+
+def _redactor() -> Redactor:
+    """The secrets of this environment (events are already redacted; this is a second net)."""
+    return Redactor(
+        os.environ.get(name) for name in ("GOOGLE_API_KEY", "GEMINI_API_KEY", "VNC_PASSWORD")
+    )
+
+
+def _when(ts: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts)) if ts else "-"
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, secs = divmod(round(seconds), 60)
+    return (
+        f"{minutes} min {secs:02d} s" if minutes < 60 else f"{minutes // 60} h {minutes % 60} min"
+    )
+
+
+def report_command(args: argparse.Namespace) -> int:
+    """Write ``report.html`` (and ``report.gif``) for a run; print their paths."""
+    folder = run_folder(args.runs_dir, args.thread_id)
+    redact = _redactor()
+    print(f"report: {write_report(folder, redact=redact, embed=args.embed)}")
+    if args.gif:
+        gif = write_gif(folder, redact=redact)
+        print(f"gif: {gif}" if gif else "gif: none (the run has no screenshots)")
+    return EXIT_DONE
+
+
+def _as_json(s: RunSummary) -> dict[str, Any]:
+    return {
+        "thread_id": s.thread_id,
+        "task": s.task,
+        "status": s.status,
+        "steps": s.steps,
+        "started": s.started,
+        "duration_s": s.duration_s,
+        "final_text": s.final_text,
+        "error": s.error,
+        "path": str(s.path),
+    }
+
+
+def runs_command(args: argparse.Namespace) -> int:
+    """List the runs of ``--runs-dir``, newest first."""
+    runs = list_runs(args.runs_dir)
+    if args.limit is not None:
+        runs = runs[: max(args.limit, 0)]
+    redact = _redactor()
+    if args.json:
+        for s in runs:
+            print(json.dumps(redact(_as_json(s)), ensure_ascii=False))
+        return EXIT_DONE
+    if not runs:
+        print(f"no runs in {args.runs_dir}")
+        return EXIT_DONE
+    width = max(6, *(len(s.thread_id) for s in runs))
+    print(f"{'THREAD':<{width}}  {'STATUS':<17}  STEPS  {'STARTED':<19}  DURATION  TASK")
+    for s in runs:
+        task = " ".join(redact(s.task).split())
+        task = task if len(task) <= 60 else task[:59] + "…"
+        print(
+            f"{s.thread_id:<{width}}  {s.status:<17}  {s.steps:>5}  {_when(s.started):<19}  "
+            f"{_duration(s.duration_s):>8}  {task}"
+        )
+    return EXIT_DONE
+
+
+def show_command(args: argparse.Namespace) -> int:
+    """Print one run's transcript: its steps, decisions, errors and outcome."""
+    folder = run_folder(args.runs_dir, args.thread_id)
+    redact = _redactor()
+    events = [redact(e) for e in read_events(folder)]
+    if args.json:
+        for e in events:
+            print(json.dumps(e, ensure_ascii=False))
+        return EXIT_DONE
+    summary = summarize(folder)
+    fmt = LineFormatter()
+    for e in events:
+        line = fmt(e)
+        if line is not None:
+            print(plain(line))
+    if summary is not None:
+        print(
+            f"status: {summary.status} ({summary.steps} step{'' if summary.steps == 1 else 's'},"
+            f" started {_when(summary.started)},"
+            f" {_duration(summary.duration_s)})"
+        )
+        if summary.final_text:
+            print(f"answer: {redact(summary.final_text)}")
+        if summary.error:
+            print(f"error: {redact(summary.error)}")
+    paused = next((e for e in reversed(events) if e.get("event") in _ENDS), None)
+    if summary and summary.status == "awaiting_approval" and paused:
+        p = paused.get("pending_call") or {}
+        print(f"waiting for approval of {p.get('name')}: {p.get('explanation', '')}")
+        print(f"  approve: vnc-use approve {args.thread_id}   deny: vnc-use deny {args.thread_id}")
+    report = folder / REPORT_NAME
+    if report.exists():
+        print(f"report: {report}")
+    return EXIT_DONE
+
+
+_ENDS = ("run_ended", "run_paused")

@@ -1,0 +1,362 @@
+"""A run folder read back as a story: the steps a person reads in the report and the GIF.
+
+:func:`load_run` turns ``run.json`` and ``events.jsonl`` into a :class:`RunView`: for every
+executed, denied or pending call, the screenshot the model saw when it proposed the call (the
+previous action's screenshot, or the first observation), the screenshot after it, the model's
+turn that proposed it, the person's decision, timings and the marker to draw.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from vnc_use.actions import denorm
+from vnc_use.report_describe import is_sensitive
+from vnc_use.runs import read_events
+
+__all__ = ["Decision", "ModelTurn", "Note", "RunView", "StepView", "load_run", "png_size"]
+
+StepKind = Literal["action", "denied", "pending"]
+_BARE_NOTES = frozenset({"resumed", "reconnected", "interrupted"})
+"""Events worth a line in the report even without a message (others need one)."""
+
+
+def png_size(path: Path) -> tuple[int, int] | None:
+    """Width and height from a PNG's header (without decoding it), or None."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(24)
+    except OSError:
+        return None
+    if len(head) < 24 or head[:8] != b"\x89PNG\r\n\x1a\n":
+        return None
+    width, height = struct.unpack(">II", head[16:24])
+    return int(width), int(height)
+
+
+@dataclass
+class ModelTurn:
+    """One answer of the model."""
+
+    n: int
+    ts: float | None
+    latency_ms: float | None
+    text: str
+    calls: list[dict[str, Any]]
+    usage: dict[str, Any] | None
+    finish_reason: str | None
+
+    @property
+    def total_tokens(self) -> int | None:
+        """Total tokens of the call, when the API reported them."""
+        usage = self.usage or {}
+        total = usage.get("total_token_count", usage.get("totalTokenCount"))
+        return int(total) if isinstance(total, (int, float)) else None
+
+
+@dataclass
+class Decision:
+    """A person's (or the policy's) answer to an action the model asked to have confirmed."""
+
+    approved: bool
+    by: str
+    ts: float | None
+    explanation: str
+
+
+@dataclass
+class StepView:
+    """One call: executed (``action``), refused (``denied``) or waiting (``pending``)."""
+
+    kind: StepKind
+    step: int
+    name: str
+    args: dict[str, Any]
+    pixels: dict[str, int]
+    before: str | None
+    """sha256 of the screenshot the model saw when it proposed this call."""
+    after: str | None = None
+    """sha256 of the screenshot taken after it ran."""
+    size: tuple[int, int] | None = None
+    ts: float | None = None
+    duration_ms: float | None = None
+    error: str | None = None
+    note: str | None = None
+    sensitive: bool = False
+    turn: ModelTurn | None = None
+    first_of_turn: bool = True
+    """False for the 2nd, 3rd ... call of one model answer (its text is shown once)."""
+    decision: Decision | None = None
+    explanation: str | None = None
+    """Why the model asked for confirmation (pending and denied calls)."""
+
+
+@dataclass
+class Note:
+    """Anything else worth a line in the story: errors, resumes, pauses, the final answer."""
+
+    kind: str
+    ts: float | None
+    text: str
+    turn: ModelTurn | None = None
+
+
+@dataclass
+class RunView:
+    """Everything the report shows about one run."""
+
+    path: Path
+    thread_id: str
+    task: str
+    settings: dict[str, Any]
+    status: str = "unfinished"
+    started: float | None = None
+    ended: float | None = None
+    final_text: str = ""
+    error: str | None = None
+    steps_done: int = 0
+    pending_call: dict[str, Any] | None = None
+    last_shot: str | None = None
+    """sha256 of the last screenshot of the run (what the screen showed at its end)."""
+    items: list[StepView | Note] = field(default_factory=list)
+    turns: list[ModelTurn] = field(default_factory=list)
+
+    @property
+    def steps(self) -> list[StepView]:
+        """The calls, in order."""
+        return [i for i in self.items if isinstance(i, StepView)]
+
+    @property
+    def total_tokens(self) -> int | None:
+        """Tokens over all model calls, when the API reported them."""
+        counts = [t.total_tokens for t in self.turns if t.total_tokens is not None]
+        return sum(counts) if counts else None
+
+    @property
+    def model_ms(self) -> float:
+        """Time spent waiting for the model, over all calls."""
+        return sum(t.latency_ms or 0.0 for t in self.turns)
+
+    def screenshot(self, sha: str | None) -> Path | None:
+        """The file of a screenshot digest, if it is there."""
+        if not sha:
+            return None
+        path = self.path / "screenshots" / f"{sha}.png"
+        return path if path.exists() else None
+
+
+def _num(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def _pixels_for(args: dict[str, Any], size: tuple[int, int] | None) -> dict[str, int]:
+    out: dict[str, int] = {}
+    if size is None:
+        return out
+    for kx, ky in (("x", "y"), ("destination_x", "destination_y")):
+        x, y = args.get(kx), args.get(ky)
+        if isinstance(x, int) and isinstance(y, int) and 0 <= x <= 999 and 0 <= y <= 999:
+            out[kx], out[ky] = denorm(x, y, *size)
+    return out
+
+
+class _Reader:
+    """Walks the events once, keeping what the next step needs to know."""
+
+    def __init__(self, view: RunView) -> None:
+        self.view = view
+        self.shot: str | None = None
+        self.size: tuple[int, int] | None = None
+        self.turn: ModelTurn | None = None
+        self.used = 0  # calls of the current turn already accounted for
+        self.decision: Decision | None = None
+        self.paused: dict[str, Any] | None = None
+
+    def _size_of(self, sha: str | None) -> tuple[int, int] | None:
+        path = self.view.screenshot(sha)
+        return (png_size(path) if path else None) or self.size
+
+    def _next_call(self) -> dict[str, Any]:
+        calls = self.turn.calls if self.turn else []
+        call = calls[self.used] if self.used < len(calls) else {}
+        self.used += 1
+        return call
+
+    def feed(self, e: dict[str, Any]) -> None:
+        kind = str(e.get("event", ""))
+        handler: Callable[[dict[str, Any]], None] | None = getattr(self, "on_" + kind, None)
+        if handler is not None:
+            handler(e)
+        else:
+            text = str(e.get("message") or e.get("reason") or e.get("decision") or "")
+            if text or kind in _BARE_NOTES:
+                self.view.items.append(Note(kind, _num(e.get("ts")), text))
+
+    def on_run_started(self, e: dict[str, Any]) -> None:
+        v = self.view
+        v.task = v.task or str(e.get("task", ""))
+        v.started = v.started or _num(e.get("ts"))
+
+    def on_observe(self, e: dict[str, Any]) -> None:
+        self.shot = e.get("screenshot") or self.shot
+        w, h = e.get("width"), e.get("height")
+        if isinstance(w, int) and isinstance(h, int):
+            self.size = (w, h)
+
+    def on_model_response(self, e: dict[str, Any]) -> None:
+        turn = ModelTurn(
+            n=int(e.get("n") or len(self.view.turns) + 1),
+            ts=_num(e.get("ts")),
+            latency_ms=_num(e.get("latency_ms")),
+            text=str(e.get("text") or ""),
+            calls=[c for c in e.get("calls") or [] if isinstance(c, dict)],
+            usage=e.get("usage") if isinstance(e.get("usage"), dict) else None,
+            finish_reason=e.get("finish_reason"),
+        )
+        self.view.turns.append(turn)
+        self.turn, self.used = turn, 0
+        if not turn.calls:
+            self.view.items.append(Note("answer", turn.ts, turn.text, turn))
+
+    def on_approved(self, e: dict[str, Any]) -> None:
+        self.decision = Decision(
+            True, str(e.get("by", "person")), _num(e.get("ts")), str(e.get("explanation", ""))
+        )
+
+    def on_action(self, e: dict[str, Any]) -> None:
+        call = self._next_call()
+        before = self.shot
+        after = e.get("screenshot")
+        size = e.get("screen_size")
+        reported = (
+            (int(size[0]), int(size[1])) if isinstance(size, list) and len(size) == 2 else None
+        )
+        args = e.get("args") if isinstance(e.get("args"), dict) else call.get("args", {})
+        self.view.items.append(
+            StepView(
+                kind="action",
+                step=int(e.get("step") or 0),
+                name=str(e.get("name", call.get("name", "?"))),
+                args=dict(args or {}),
+                pixels=dict(e.get("pixels") or {}),
+                before=before,
+                after=after,
+                size=self._size_of(before) or reported,
+                ts=_num(e.get("ts")),
+                duration_ms=_num(e.get("duration_ms")),
+                error=e.get("error"),
+                note=e.get("note"),
+                sensitive=is_sensitive(e),
+                turn=self.turn,
+                first_of_turn=self.used == 1,
+                decision=self.decision if e.get("approved") else None,
+            )
+        )
+        self.decision = None
+        self.shot = after or self.shot
+        self.size = reported or self.size
+
+    def on_run_paused(self, e: dict[str, Any]) -> None:
+        self._end(e)
+        pending = e.get("pending_call")
+        self.paused = pending if isinstance(pending, dict) else None
+        name = self.paused.get("name", "an action") if self.paused else "an action"
+        self.view.items.append(
+            Note("paused", _num(e.get("ts")), f"paused: waiting for a person to approve {name}")
+        )
+
+    def on_denied(self, e: dict[str, Any]) -> None:
+        call = self._next_call()
+        pending = self.paused or {}
+        args = dict(pending.get("args") or call.get("args") or {})
+        before = pending.get("screenshot") or self.shot
+        size = self._size_of(before)
+        self.view.items.append(
+            StepView(
+                kind="denied",
+                step=int(e.get("step") or pending.get("step") or 0),
+                name=str(e.get("name") or pending.get("name") or call.get("name", "?")),
+                args=args,
+                pixels=dict(pending.get("pixels") or _pixels_for(args, size)),
+                before=before,
+                size=size,
+                ts=_num(e.get("ts")),
+                sensitive=is_sensitive(pending) or is_sensitive(call),
+                turn=self.turn,
+                first_of_turn=self.used == 1,
+                decision=Decision(
+                    False,
+                    str(e.get("by", "person")),
+                    _num(e.get("ts")),
+                    str(e.get("explanation") or e.get("reason") or ""),
+                ),
+                explanation=str(e.get("explanation") or e.get("reason") or "") or None,
+            )
+        )
+        self.paused = None
+
+    def on_run_ended(self, e: dict[str, Any]) -> None:
+        self._end(e)
+        self.paused = None
+
+    def _end(self, e: dict[str, Any]) -> None:
+        v = self.view
+        v.status = str(e.get("status", v.status))
+        v.ended = _num(e.get("ts"))
+        v.final_text = str(e.get("final_text") or "")
+        v.error = e.get("error")
+        v.steps_done = int(e.get("steps") or v.steps_done)
+        v.pending_call = e.get("pending_call") if isinstance(e.get("pending_call"), dict) else None
+
+    def finish(self) -> None:
+        v = self.view
+        if v.status == "awaiting_approval" and v.pending_call:
+            p = v.pending_call
+            args = dict(p.get("args") or {})
+            before = p.get("screenshot") or self.shot
+            size = self._size_of(before)
+            v.items.append(
+                StepView(
+                    kind="pending",
+                    step=int(p.get("step") or 0),
+                    name=str(p.get("name", "?")),
+                    args=args,
+                    pixels=dict(p.get("pixels") or _pixels_for(args, size)),
+                    before=before,
+                    size=size,
+                    sensitive=is_sensitive(p),
+                    turn=self.turn,
+                    first_of_turn=self.used == 0,
+                    explanation=str(p.get("explanation") or "") or None,
+                )
+            )
+
+
+def load_run(run_dir: Path, redact: Callable[[Any], Any] | None = None) -> RunView:
+    """Read a run folder into a :class:`RunView` (every value passed through ``redact``)."""
+    try:
+        settings = json.loads((run_dir / "run.json").read_text("utf-8"))
+    except (OSError, json.JSONDecodeError):
+        settings = {}
+    events: Iterable[dict[str, Any]] = read_events(run_dir)
+    if redact is not None:
+        settings = redact(settings)
+        events = (redact(e) for e in events)
+    view = RunView(
+        path=run_dir,
+        thread_id=str(settings.get("thread_id", run_dir.name)),
+        task=str(settings.get("task", "")),
+        settings=settings if isinstance(settings, dict) else {},
+        started=_num(settings.get("started")),
+    )
+    reader = _Reader(view)
+    for event in events:
+        reader.feed(event)
+    reader.finish()
+    view.last_shot = reader.shot
+    return view

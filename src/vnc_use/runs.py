@@ -1,0 +1,134 @@
+"""Run history: what ``vnc-use runs`` lists and ``vnc-use show`` / ``report`` open.
+
+Everything here reads the run folders only (``run.json`` and ``events.jsonl``): listing runs
+never opens the checkpoint database, let alone loads a checkpoint, so it stays fast however
+many and however long the runs are.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vnc_use.errors import ConfigError
+from vnc_use.logging_utils import check_thread_id
+
+__all__ = ["RunSummary", "list_runs", "read_events", "run_folder", "summarize"]
+
+_END_EVENTS = frozenset({"run_ended", "run_paused"})
+# events that mean the run went on after it last ended or paused
+_ACTIVITY = frozenset({"resumed", "approved", "denied", "model_request", "action", "observe"})
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One run as the history lists it."""
+
+    thread_id: str
+    task: str
+    status: str
+    """The status of its last end or pause; ``unfinished`` when it went on after that (it is
+    running now, or its process died: ``vnc-use resume ID``)."""
+    steps: int
+    started: float | None
+    """Unix time of its start."""
+    last_event: float | None
+    """Unix time of its last event."""
+    path: Path
+    final_text: str = ""
+    error: str | None = None
+
+    @property
+    def duration_s(self) -> float | None:
+        """Seconds from the start to the last event (time spent paused included)."""
+        if self.started is None or self.last_event is None:
+            return None
+        return max(0.0, self.last_event - self.started)
+
+
+def read_events(run_dir: Path) -> Iterator[dict[str, Any]]:
+    """The events of a run folder, in order (a line cut short by a crash is skipped)."""
+    path = run_dir / "events.jsonl"
+    if not path.exists():
+        return
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(record, dict):
+                yield record
+
+
+def _settings(run_dir: Path) -> dict[str, Any]:
+    try:
+        data = json.loads((run_dir / "run.json").read_text("utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def summarize(run_dir: Path) -> RunSummary | None:
+    """The summary of one run folder, or None if it is not one."""
+    settings = _settings(run_dir)
+    if not settings and not (run_dir / "events.jsonl").exists():
+        return None
+    task = str(settings.get("task", ""))
+    started = settings.get("started")
+    status, steps, final_text, error = "unfinished", 0, "", None
+    last_ts: float | None = None
+    for event in read_events(run_dir):
+        kind = event.get("event")
+        ts = event.get("ts")
+        if isinstance(ts, (int, float)):
+            last_ts = float(ts)
+        if kind == "run_started":
+            task = task or str(event.get("task", ""))
+            started = started if isinstance(started, (int, float)) else ts
+        elif kind == "action":
+            steps = max(steps, int(event.get("step") or 0))
+        elif kind in _END_EVENTS:
+            status = str(event.get("status", "unfinished"))
+            steps = int(event.get("steps") or steps)
+            final_text = str(event.get("final_text") or "")
+            error = event.get("error")
+        elif kind in _ACTIVITY:
+            status = "unfinished"
+    return RunSummary(
+        thread_id=str(settings.get("thread_id", run_dir.name)),
+        task=task,
+        status=status,
+        steps=steps,
+        started=float(started) if isinstance(started, (int, float)) else None,
+        last_event=last_ts,
+        path=run_dir,
+        final_text=final_text,
+        error=str(error) if error else None,
+    )
+
+
+def list_runs(runs_dir: str | Path) -> list[RunSummary]:
+    """Every run under ``runs_dir``, newest first."""
+    root = Path(runs_dir)
+    if not root.is_dir():
+        return []
+    found = [s for p in root.iterdir() if p.is_dir() and (s := summarize(p)) is not None]
+    return sorted(found, key=lambda s: (s.started or 0.0, s.thread_id), reverse=True)
+
+
+def run_folder(runs_dir: str | Path, thread_id: str) -> Path:
+    """The folder of run ``thread_id``; a :class:`ConfigError` when there is none."""
+    try:
+        check_thread_id(thread_id)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    path = Path(runs_dir) / thread_id
+    if not (path / "events.jsonl").exists() and not (path / "run.json").exists():
+        raise ConfigError(f"no run {thread_id!r} in {runs_dir} (see 'vnc-use runs')")
+    return path
