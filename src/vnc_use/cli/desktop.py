@@ -1,0 +1,304 @@
+"""``vnc-use desktop up|status|down`` and ``vnc-use view``: the local desktop and its live view.
+
+Also the helpers ``vnc-use run`` uses: :func:`use_local_desktop` (no ``--vnc``: the managed
+desktop, started when needed), :func:`managed_password` and :func:`live_view_for_run`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import sys
+from collections.abc import Iterator
+from types import FrameType
+from typing import Any, TextIO
+
+from vnc_use.cli.common import EXIT_DONE, EXIT_ERROR
+from vnc_use.errors import ConfigError
+from vnc_use.localdesktop import BROWSERS, ENV_STATE_DIR, DesktopState, LocalDesktop, parse_size
+
+__all__ = [
+    "DEFAULT_VIEW_PORT",
+    "command_down",
+    "command_status",
+    "command_up",
+    "command_view",
+    "live_view_for_run",
+    "managed_password",
+    "register",
+    "use_local_desktop",
+]
+
+#: The live view's preferred port (noVNC's usual one); a free port is used when it is taken.
+DEFAULT_VIEW_PORT = 6080
+
+
+def _state_dir_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--state-dir",
+        default=None,
+        metavar="DIR",
+        help="the desktop's state folder (default: $VNC_USE_DESKTOP_DIR, "
+        "else $XDG_STATE_HOME/vnc-use/desktop, else ~/.local/state/vnc-use/desktop)",
+    )
+
+
+def register(sub: Any) -> None:
+    """Add ``desktop`` (``up``, ``status``, ``down``) and ``view`` to the sub-commands."""
+    desktop = sub.add_parser("desktop", help="a local desktop to run tasks on (up/status/down)")
+    actions = desktop.add_subparsers(dest="desktop_command", required=True, metavar="ACTION")
+    up = actions.add_parser("up", help="start the local desktop (or find it running)")
+    up.add_argument("--size", default="1440x900", help="WIDTHxHEIGHT (default 1440x900)")
+    up.add_argument(
+        "--browser", default="auto", choices=BROWSERS, help="default: Chromium, else Firefox ESR"
+    )
+    _state_dir_option(up)
+    up.set_defaults(func=command_up)
+    status = actions.add_parser("status", help="is it running? (exit code 0 yes, 1 no)")
+    _state_dir_option(status)
+    status.set_defaults(func=command_status)
+    down = actions.add_parser("down", help="stop the local desktop")
+    _state_dir_option(down)
+    down.set_defaults(func=command_down)
+
+    view = sub.add_parser("view", help="watch the desktop live in a browser (noVNC)")
+    view.add_argument(
+        "--interactive",
+        action="store_true",
+        help="let the person at the browser use mouse and keyboard (default: view only)",
+    )
+    view.add_argument(
+        "--port",
+        type=int,
+        default=None,
+        help=f"port on 127.0.0.1 (default {DEFAULT_VIEW_PORT}, or a free one if it is taken)",
+    )
+    view.add_argument(
+        "--vnc",
+        default=None,
+        metavar="HOST::PORT",
+        help="another VNC server (password: VNC_VIEW_PASSWORD for view only, else VNC_PASSWORD)"
+        "; default: the local desktop, started when needed",
+    )
+    view.add_argument("--novnc-dir", default=None, help="noVNC folder (default /usr/share/novnc)")
+    _state_dir_option(view)
+    view.set_defaults(func=command_view)
+
+
+# --------------------------------------------------------------------------- desktop
+
+
+def _desktop(args: argparse.Namespace) -> LocalDesktop:
+    size = parse_size(getattr(args, "size", "1440x900"))
+    browser = getattr(args, "browser", "auto")
+    return LocalDesktop(getattr(args, "state_dir", None), size=size, browser=browser)
+
+
+def _describe(state: DesktopState) -> str:
+    return f"{state.server} (display {state.display}, {state.width}x{state.height})"
+
+
+def command_up(args: argparse.Namespace) -> int:
+    """``vnc-use desktop up``: start the local desktop, or report the one that runs."""
+    desk = _desktop(args)
+    state, started = desk.up()
+    if started:
+        print(f"local desktop started at {_describe(state)}")
+    else:
+        print(f"local desktop already running at {_describe(state)}, since {state.started_at}")
+    print(f"  watch it live:    vnc-use view{_state_flag(args)}")
+    state_dir = getattr(args, "state_dir", None)
+    env = f"{ENV_STATE_DIR}={state_dir} " if state_dir else ""
+    print(f'  give it a task:   {env}vnc-use run --task "..."')
+    print(f"  any VNC viewer:   vncviewer -passwd {desk.passwd_file} {state.server}")
+    print(f"  its passwords:    {desk.credentials_file} (readable by you only)")
+    print(f"  stop it:          vnc-use desktop down{_state_flag(args)}")
+    return EXIT_DONE
+
+
+def _state_flag(args: argparse.Namespace) -> str:
+    state_dir = getattr(args, "state_dir", None)
+    return f" --state-dir {state_dir}" if state_dir else ""
+
+
+def command_status(args: argparse.Namespace) -> int:
+    """``vnc-use desktop status``: exit code 0 when the desktop runs, 1 when it does not."""
+    desk = _desktop(args)
+    status = desk.status()
+    if status.state is None:
+        print(f"local desktop: not running (no state in {desk.state_dir})")
+        return EXIT_ERROR
+    if not status.running:
+        print("local desktop: not running (its Xvnc is gone; 'vnc-use desktop down' cleans up)")
+    else:
+        print(
+            f"local desktop: running at {_describe(status.state)}, since {status.state.started_at}"
+        )
+    for record in status.state.processes:
+        alive = "running" if status.alive.get(record.name) else "gone"
+        print(f"  {record.name:<8} pid {record.pid:<8} {alive}")
+    print(f"  state folder: {desk.state_dir}")
+    return EXIT_DONE if status.running else EXIT_ERROR
+
+
+def command_down(args: argparse.Namespace) -> int:
+    """``vnc-use desktop down``: stop exactly the processes the desktop started."""
+    desk = _desktop(args)
+    stopped = desk.down()
+    if stopped:
+        names = ", ".join(f"{r.name} ({r.pid})" for r in stopped)
+        print(f"local desktop stopped: {names}")
+    else:
+        print("local desktop: nothing was running")
+    return EXIT_DONE
+
+
+# --------------------------------------------------------------------------- live view
+
+
+def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def _view_target(args: argparse.Namespace) -> tuple[str, int, str, bool, str]:
+    """``(host, port, password, enforced, what)`` for the live view of ``view``/``run --view``.
+
+    ``enforced`` tells whether a view-only view is enforced by the VNC server.
+    """
+    from vnc_use.backends.vnc import parse_server
+
+    interactive = bool(getattr(args, "interactive", False))
+    if args.vnc:
+        host, port = parse_server(args.vnc)
+        desk = LocalDesktop(getattr(args, "state_dir", None))
+        full = managed_password(args.vnc, desk)
+        if full is not None:  # the managed desktop, named by its address
+            creds = desk.credentials()
+            return host, port, creds.password if interactive else creds.view_password, True, ""
+        view_pw = os.environ.get("VNC_VIEW_PASSWORD")
+        full = getattr(args, "vnc_password", None) or os.environ.get("VNC_PASSWORD")
+        if not interactive and view_pw:
+            return host, port, view_pw, True, ""
+        if not full:
+            raise ConfigError(
+                f"the live view of {args.vnc} needs its password: set VNC_VIEW_PASSWORD "
+                "(a view-only password) or VNC_PASSWORD"
+            )
+        return host, port, full, interactive, args.vnc
+    desk = _desktop(args)
+    state, started = desk.up()
+    if started:
+        print(f"local desktop started at {_describe(state)}", file=_stream(args))
+    creds = desk.credentials()
+    password = creds.password if interactive else creds.view_password
+    return "127.0.0.1", state.port, password, True, ""
+
+
+def _start_view(args: argparse.Namespace, host: str, port: int, password: str) -> Any:
+    from vnc_use.liveview import LiveView
+
+    interactive = bool(getattr(args, "interactive", False))
+    novnc = getattr(args, "novnc_dir", None)
+    wanted = getattr(args, "port", None)
+    if wanted is None:
+        try:
+            return LiveView(
+                host,
+                port,
+                password,
+                interactive=interactive,
+                port=DEFAULT_VIEW_PORT,
+                novnc_dir=novnc,
+            )
+        except ConfigError as exc:
+            if "cannot listen" not in str(exc):
+                raise
+            wanted = 0
+    return LiveView(host, port, password, interactive=interactive, port=wanted, novnc_dir=novnc)
+
+
+def _stream(args: argparse.Namespace) -> TextIO:
+    """Where notices go: stdout, or stderr when ``--json`` keeps stdout for JSON lines."""
+    return sys.stderr if getattr(args, "json", False) else sys.stdout
+
+
+def _print_view(view: Any, interactive: bool, enforced: bool, server: str, stream: TextIO) -> None:
+    mode = "interactive" if interactive else "view only"
+    print(f"live view ({mode}): {view.url}", file=stream)
+    print("  the link holds an access token: share it only with people who may watch", file=stream)
+    if not interactive and not enforced:
+        print(
+            f"  note: {server} got its full password, so view-only is only the page's promise; "
+            "set VNC_VIEW_PASSWORD to a view-only password to have the server enforce it",
+            file=stream,
+        )
+
+
+def command_view(args: argparse.Namespace) -> int:
+    """``vnc-use view``: serve the live view until Ctrl-C (or SIGTERM)."""
+    host, port, password, enforced, server = _view_target(args)
+    view = _start_view(args, host, port, password)
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        _print_view(view, args.interactive, enforced, server, sys.stdout)
+        print("  Ctrl-C stops the view (the desktop keeps running)", flush=True)
+        view.serve_forever()
+    except KeyboardInterrupt:
+        print("live view stopped")
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        view.stop()
+    return EXIT_DONE
+
+
+# --------------------------------------------------------------------------- for `run`
+
+
+def managed_password(server: str | None, desk: LocalDesktop | None = None) -> str | None:
+    """The managed desktop's full password when ``server`` is its address, else None."""
+    if not server:
+        return None
+    return (desk or LocalDesktop()).password_for(server)
+
+
+def use_local_desktop(args: argparse.Namespace) -> None:
+    """``run`` without ``--vnc``: start or reuse the local desktop and aim the run at it.
+
+    Its password then comes from :func:`managed_password` (approve/deny/resume keep the
+    address saved with the run, so they reach the same desktop while it runs).
+    """
+    if args.vnc or getattr(args, "command", None) != "run":
+        return
+    if not (os.environ.get("GOOGLE_API_KEY") or os.environ.get("GEMINI_API_KEY") or "").strip():
+        raise ConfigError(  # a run cannot start without a key: do not start a desktop for it
+            "No Gemini API key: set GOOGLE_API_KEY (or GEMINI_API_KEY); "
+            "the local desktop was not started"
+        )
+    state, started = LocalDesktop().up()
+    args.vnc = state.server
+    if not getattr(args, "quiet", False):
+        what = "started" if started else "running"
+        print(
+            f"local desktop ({what}): {_describe(state)}; watch it with: vnc-use view",
+            file=_stream(args),
+            flush=True,
+        )
+
+
+@contextlib.contextmanager
+def live_view_for_run(args: argparse.Namespace) -> Iterator[None]:
+    """``run --view``: a view-only live view of the run's desktop while the run lasts."""
+    if not getattr(args, "view", False):
+        yield
+        return
+    host, port, password, enforced, server = _view_target(args)
+    view = _start_view(args, host, port, password).start()
+    try:
+        stream = _stream(args)
+        _print_view(view, False, enforced, server, stream)
+        stream.flush()
+        yield
+    finally:
+        view.stop()
