@@ -10,11 +10,16 @@ from hypothesis import strategies as st
 
 from vnc_use.actions import (
     GEMINI_25_TABLE,
+    GEMINI_35_DESKTOP_TABLE,
+    GEMINI_35_TABLE,
     PREDEFINED_FUNCTIONS,
     ActionError,
+    IntentScrollArgs,
     ScrollAtArgs,
+    TypeArgs,
     TypeTextAtArgs,
     ValidatedAction,
+    WaitArgs,
     denorm,
     denorm_magnitude,
     denorm_x,
@@ -201,3 +206,176 @@ def test_denorm_lands_on_screen_and_is_monotonic(a: int, b: int, size: int) -> N
     if a <= b:
         assert pa <= pb
     assert denorm_y(a, size) == pa
+
+
+# ------------------------------------------------------------------ Gemini 3.5 Flash
+
+#: Google's "Gemini 3.5 Flash" supported-actions table (browser environment), in its order.
+DOCUMENTED_35 = (
+    "click",
+    "double_click",
+    "triple_click",
+    "middle_click",
+    "right_click",
+    "mouse_down",
+    "mouse_up",
+    "move",
+    "type",
+    "drag_and_drop",
+    "wait",
+    "press_key",
+    "key_down",
+    "key_up",
+    "hotkey",
+    "take_screenshot",
+    "scroll",
+    "go_back",
+    "navigate",
+    "go_forward",
+)
+
+GOOD_ARGS_35: dict[str, dict[str, Any]] = {
+    **{
+        name: {"x": 10, "y": 999, "intent": f"{name} the thing"}
+        for name in (
+            "click",
+            "double_click",
+            "triple_click",
+            "middle_click",
+            "right_click",
+            "mouse_down",
+            "mouse_up",
+            "move",
+        )
+    },
+    "type": {"text": "hello", "press_enter": True, "intent": "fill in the name"},
+    "drag_and_drop": {
+        "start_x": 1,
+        "start_y": 2,
+        "end_x": 3,
+        "end_y": 4,
+        "intent": "move the file",
+    },
+    "wait": {"seconds": 3, "intent": "let the page load"},
+    "press_key": {"key": "Enter", "intent": "submit"},
+    "key_down": {"key": "shift", "intent": "hold shift"},
+    "key_up": {"key": "shift", "intent": "release shift"},
+    "hotkey": {"keys": ["control", "c"], "intent": "copy"},
+    "take_screenshot": {"intent": "look again"},
+    "scroll": {
+        "x": 500,
+        "y": 500,
+        "direction": "down",
+        "magnitude_in_pixels": 600,
+        "intent": "see more",
+    },
+    "go_back": {"intent": "previous page"},
+    "navigate": {"url": "example.com", "intent": "open the site"},
+    "go_forward": {"intent": "next page"},
+}
+
+
+def test_35_table_is_googles_table() -> None:
+    assert GEMINI_35_TABLE.names == DOCUMENTED_35
+    assert set(GOOD_ARGS_35) == set(DOCUMENTED_35)
+    assert GEMINI_35_TABLE.browser_only == {"go_back", "navigate", "go_forward"}
+    # The desktop environment's table: the same spec objects, without browser navigation.
+    assert GEMINI_35_DESKTOP_TABLE.names == DOCUMENTED_35[:17]
+    assert GEMINI_35_DESKTOP_TABLE.browser_only == frozenset()
+    for name in GEMINI_35_DESKTOP_TABLE.names:
+        assert GEMINI_35_DESKTOP_TABLE.spec(name) is GEMINI_35_TABLE.spec(name)
+    for name in DOCUMENTED_35:
+        spec = GEMINI_35_TABLE.spec(name)
+        assert spec.description
+        assert spec.args_model.model_fields["intent"].is_required(), name
+
+
+@pytest.mark.parametrize("name", DOCUMENTED_35)
+def test_each_35_action_validates_good_args_and_needs_an_intent(name: str) -> None:
+    result = GEMINI_35_TABLE.validate(name, GOOD_ARGS_35[name])
+    assert isinstance(result, ValidatedAction), result
+    assert result.args.model_dump(exclude_defaults=True) == GOOD_ARGS_35[name]
+    assert result.table == GEMINI_35_TABLE.family
+    without_intent = {k: v for k, v in GOOD_ARGS_35[name].items() if k != "intent"}
+    missing = GEMINI_35_TABLE.validate(name, without_intent)
+    assert isinstance(missing, ActionError)
+    assert missing.kind == "invalid_args"
+    assert "intent: missing" in missing.message
+
+
+def test_35_defaults_follow_googles_table() -> None:
+    typed = GEMINI_35_TABLE.validate("type", {"text": "a", "intent": "i"})
+    assert isinstance(typed, ValidatedAction) and isinstance(typed.args, TypeArgs)
+    assert typed.args.press_enter is False
+    wait = GEMINI_35_TABLE.validate("wait", {"intent": "i"})
+    assert isinstance(wait, ValidatedAction) and isinstance(wait.args, WaitArgs)
+    assert wait.args.seconds == 1
+    scroll = GEMINI_35_TABLE.validate("scroll", {"x": 1, "y": 2, "direction": "up", "intent": "i"})
+    assert isinstance(scroll, ValidatedAction) and isinstance(scroll.args, IntentScrollArgs)
+    assert scroll.args.magnitude_in_pixels == 300
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "expected"),
+    [
+        ("click", {"x": 1000, "y": 5, "intent": "i"}, "x: Input should be less than or equal"),
+        ("click", {"x": 1, "y": 2, "intent": "i", "button": 3}, "button: unexpected argument"),
+        ("hotkey", {"keys": "control+c", "intent": "i"}, "keys: Input should be a valid list"),
+        ("hotkey", {"keys": [], "intent": "i"}, "keys: List should have at least 1 item"),
+        ("hotkey", {"keys": ["control", ""], "intent": "i"}, "keys.1"),
+        ("press_key", {"key": "", "intent": "i"}, "key: String should have at least 1"),
+        ("wait", {"seconds": -1, "intent": "i"}, "seconds: Input should be greater than or equal"),
+        (
+            "scroll",
+            {"x": 1, "y": 2, "direction": "down", "magnitude_in_pixels": 5000, "intent": "i"},
+            "magnitude_in_pixels",
+        ),
+        ("drag_and_drop", {"start_x": 1, "start_y": 2, "end_x": 3, "intent": "i"}, "end_y"),
+        # a 2.5-style call to a 3.5 name: the message names the 3.5 arguments
+        ("drag_and_drop", {"x": 1, "y": 2, "destination_x": 3, "destination_y": 4}, "start_x"),
+        ("type", {"intent": "i"}, "text: missing"),
+    ],
+)
+def test_bad_35_args_give_an_error_value(name: str, args: dict[str, Any], expected: str) -> None:
+    result = GEMINI_35_TABLE.validate(name, args)
+    assert isinstance(result, ActionError)
+    assert result.kind == "invalid_args"
+    assert expected in result.message
+    assert f"Expected {name}(intent: str" in result.message
+
+
+def test_desktop_table_refuses_browser_navigation_as_unknown() -> None:
+    result = GEMINI_35_DESKTOP_TABLE.validate("navigate", GOOD_ARGS_35["navigate"])
+    assert isinstance(result, ActionError)
+    assert result.kind == "unknown"
+    assert "Unknown function 'navigate'" in result.message
+    assert "triple_click" in result.message and "go_back" not in result.message
+    # a 2.5 name is unknown to 3.5, and the other way round
+    assert isinstance(GEMINI_35_TABLE.validate("click_at", {"x": 1, "y": 2}), ActionError)
+    assert isinstance(GEMINI_25_TABLE.validate("click", GOOD_ARGS_35["click"]), ActionError)
+
+
+def test_without_refuses_unknown_names() -> None:
+    with pytest.raises(ValueError, match="cannot drop unknown"):
+        GEMINI_35_TABLE.without(["click_at"], family="x")
+
+
+@given(
+    name=st.sampled_from([*DOCUMENTED_35, "click_at", "nope", ""]),
+    args=st.dictionaries(
+        st.sampled_from(
+            [
+                *("x", "y", "text", "direction", "magnitude_in_pixels", "keys", "key"),
+                *("intent", "seconds", "start_x", "end_y", "url", "safety_decision"),
+            ]
+        ),
+        _json,
+        max_size=6,
+    ),
+)
+def test_35_validate_never_raises(name: str, args: dict[str, Any]) -> None:
+    for table in (GEMINI_35_TABLE, GEMINI_35_DESKTOP_TABLE):
+        result = table.validate(name, args, excluded=["wait"])
+        assert isinstance(result, (ValidatedAction, ActionError))
+        if isinstance(result, ActionError):
+            assert result.message

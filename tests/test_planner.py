@@ -637,3 +637,92 @@ def test_http_timeout_is_a_clear_planner_error(
     finally:
         release.set()
     assert gemini.last_request.headers.get("x-server-timeout") == "1"
+
+
+# ------------------------------------------------------------------ model families on the wire
+
+
+def test_gemini_35_request_matches_the_documented_shape(
+    gemini: GeminiStandIn, make_planner: Factory, png: bytes
+) -> None:
+    """tools: [{computerUse: {environment: ENVIRONMENT_DESKTOP}}], task text + PNG, then
+    3.5-style calls whose args (``intent`` included) come back verbatim."""
+    gemini.script(
+        Reply.calls(
+            FunctionCallSpec("triple_click", x=500, y=100, intent="Select the address line"),
+            FunctionCallSpec("hotkey", keys=["control", "c"], intent="Copy it"),
+            text="Selecting the line.",
+        ),
+        Reply.text("done"),
+    )
+    planner = make_planner(model="gemini-3.5-flash", environment="desktop")
+    contents = planner.start_contents("Copy the address", png)
+    proposal = planner.propose(contents)
+
+    req = gemini.last_request
+    assert req.path == "/v1/models/gemini-3.5-flash:generateContent"
+    assert req.tools() == [{"computerUse": {"environment": "ENVIRONMENT_DESKTOP"}}]
+    assert [list(p) for p in req.contents()[0]["parts"]] == [["text"], ["inlineData"]]
+    assert [(c["name"], c["args"]) for c in proposal.calls] == [
+        ("triple_click", {"x": 500, "y": 100, "intent": "Select the address line"}),
+        ("hotkey", {"keys": ["control", "c"], "intent": "Copy it"}),
+    ]
+    # The stand-in signs the first call of a Gemini 3 turn, as the real models do...
+    assert proposal.model_content is not None
+    parts = proposal.model_content.parts or []
+    assert parts[1].thought_signature is not None and parts[2].thought_signature is None
+    contents += [
+        proposal.model_content,
+        planner.function_responses_content(
+            [
+                planner.build_function_response("triple_click", png),
+                planner.build_function_response("hotkey", png),
+            ]
+        ),
+    ]
+    assert planner.propose(contents).text == "done"
+    # ...and it is echoed back unchanged (the stand-in refuses the request otherwise).
+    echoed = gemini.last_request.contents()[1]["parts"][1]["thoughtSignature"]
+    assert _decode_b64(echoed) == parts[1].thought_signature
+    assert not gemini.violations and not gemini.exhausted
+
+
+def test_gemini_3_flash_on_a_desktop_sends_the_browser_environment_with_exclusions(
+    gemini: GeminiStandIn, make_planner: Factory
+) -> None:
+    gemini.script(Reply.text("ok"))
+    planner = make_planner(model="gemini-3-flash-preview", environment="desktop")
+    planner.propose(planner.start_contents("x"))
+    assert gemini.last_request.computer_use_tool() == {
+        "environment": "ENVIRONMENT_BROWSER",
+        "excludedPredefinedFunctions": [
+            "open_web_browser",
+            "go_back",
+            "go_forward",
+            "search",
+            "navigate",
+        ],
+    }
+    assert not gemini.violations
+
+
+def test_a_dropped_signature_is_refused_for_gemini_3(
+    gemini: GeminiStandIn, make_planner: Factory, png: bytes
+) -> None:
+    """The history must carry the model turn whole: rebuilding the call loses its signature."""
+    gemini.script(Reply.calls(FunctionCallSpec("click_at", x=1, y=2)), Reply.text("done"))
+    planner = make_planner(model="gemini-3-flash-preview", retry_attempts=1)
+    contents = planner.start_contents("x")
+    proposal = planner.propose(contents)
+    call = proposal.calls[0]
+    rebuilt = types.Content(
+        role="model",
+        parts=[types.Part(function_call=types.FunctionCall(name=call["name"], args=call["args"]))],
+    )
+    contents += [
+        rebuilt,
+        planner.function_responses_content([planner.build_function_response("click_at", png)]),
+    ]
+    with pytest.raises(ApiError, match="missing a `thought_signature`"):
+        planner.propose(contents)
+    assert [v.rule for v in gemini.violations] == ["thought_signature"]

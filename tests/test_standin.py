@@ -363,3 +363,149 @@ def test_command_line_serves_a_json_script(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+# ------------------------------------------------------------------ model families (rules 6, 7)
+
+G35_PATH = "/v1/models/gemini-3.5-flash:generateContent"
+G3_PATH = "/v1/models/gemini-3-flash-preview:generateContent"
+
+
+def _cu(environment: str | None = None, excluded: list[str] | None = None) -> dict[str, Any]:
+    cu: dict[str, Any] = {}
+    if environment is not None:
+        cu["environment"] = environment
+    if excluded is not None:
+        cu["excluded_predefined_functions"] = excluded
+    return {"computerUse": cu}
+
+
+@pytest.mark.parametrize(
+    ("path", "tool"),
+    [
+        (G35_PATH, _cu("ENVIRONMENT_DESKTOP")),
+        (G35_PATH, _cu("ENVIRONMENT_DESKTOP", ["middle_click", "hotkey"])),
+        (G35_PATH, _cu("ENVIRONMENT_BROWSER", ["navigate"])),
+        (G35_PATH, _cu("ENVIRONMENT_MOBILE", ["open_app", "long_press"])),
+        (G35_PATH, _cu()),  # no environment: the browser
+        (CU_PATH, _cu("ENVIRONMENT_BROWSER", ["navigate", "search"])),
+        (G3_PATH, _cu("ENVIRONMENT_BROWSER", ["open_web_browser"])),
+    ],
+)
+def test_documented_tool_shapes_are_accepted(
+    gemini: GeminiStandIn, path: str, tool: dict[str, Any]
+) -> None:
+    gemini.script(Reply.text("ok"))
+    status, body = _post(gemini.base_url + path, _request(_user_text(), tools=[tool]))
+    assert status == 200, body
+    assert not gemini.violations
+
+
+@pytest.mark.parametrize(
+    ("path", "tools", "rule", "message"),
+    [
+        (G35_PATH, [], "computer_use_tool", "needs a computer_use tool"),
+        (G35_PATH, [_cu("ENVIRONMENT_MARS")], "computer_use_environment", "Invalid value"),
+        (
+            CU_PATH,
+            [_cu("ENVIRONMENT_DESKTOP")],
+            "computer_use_environment",
+            "ENVIRONMENT_DESKTOP is not supported by gemini-2.5-computer-use",
+        ),
+        (G3_PATH, [_cu("ENVIRONMENT_DESKTOP")], "computer_use_environment", "Gemini 3.5 Flash"),
+        (
+            G35_PATH,
+            [_cu("ENVIRONMENT_DESKTOP", ["navigate"])],
+            "excluded_functions",
+            "'navigate' not predefined for gemini-3.5-flash in ENVIRONMENT_DESKTOP",
+        ),
+        (
+            G35_PATH,
+            [_cu("ENVIRONMENT_DESKTOP", ["click_at"])],
+            "excluded_functions",
+            "'click_at'",
+        ),
+        (CU_PATH, [_cu("ENVIRONMENT_BROWSER", ["click"])], "excluded_functions", "'click'"),
+    ],
+)
+def test_tool_that_does_not_fit_the_model_is_refused(
+    gemini: GeminiStandIn, path: str, tools: list[Any], rule: str, message: str
+) -> None:
+    gemini.script(Reply.text("ok"))
+    status, body = _post(gemini.base_url + path, _request(_user_text(), tools=tools))
+    assert status == 400
+    assert message in body["error"]["message"]
+    assert [v.rule for v in gemini.violations] == [rule]
+    assert gemini.remaining == 1  # a refused request does not use up the script
+
+
+def test_gemini_3_replies_are_signed_and_signatures_must_come_back(gemini: GeminiStandIn) -> None:
+    tools = [_cu("ENVIRONMENT_DESKTOP")]
+    gemini.script(
+        Reply.calls(
+            FunctionCallSpec("click", x=1, y=2, intent="open it"),
+            FunctionCallSpec("type", text="hi", intent="say hi"),
+        ),
+        Reply.text("ok"),
+        Reply.text("ok"),
+    )
+    status, body = _post(gemini.base_url + G35_PATH, _request(_user_text(), tools=tools))
+    assert status == 200
+    parts = body["candidates"][0]["content"]["parts"]
+    assert "thoughtSignature" in parts[0] and "thoughtSignature" not in parts[1]
+    sig = parts[0]["thoughtSignature"]
+    responses = {
+        "role": "user",
+        "parts": [
+            {"functionResponse": {"name": "click", "response": {"url": ""}}},
+            {"functionResponse": {"name": "type", "response": {"url": ""}}},
+        ],
+    }
+
+    def history(first_part: dict[str, Any]) -> dict[str, Any]:
+        model = {"role": "model", "parts": [first_part, parts[1]]}
+        return _request(_user_text(), model, responses, tools=tools)
+
+    unsigned = {"functionCall": parts[0]["functionCall"]}
+    status, body = _post(gemini.base_url + G35_PATH, history(unsigned))
+    assert status == 400
+    assert body["error"]["message"] == (
+        "Function call `click` in the `1.` content block is missing a `thought_signature`."
+    )
+    forged = {**unsigned, "thoughtSignature": _b64(b"forged")}
+    status, body = _post(gemini.base_url + G35_PATH, history(forged))
+    assert status == 400 and body["error"]["message"] == "Corrupted thought signature."
+    # URL-safe base64 of the same bytes (as the SDK sends it) is the same signature
+    same = {**unsigned, "thoughtSignature": sig.replace("+", "-").replace("/", "_")}
+    status, body = _post(gemini.base_url + G35_PATH, history(same))
+    assert status == 200, body
+    assert [v.rule for v in gemini.violations] == ["thought_signature"] * 2
+
+
+def test_signing_follows_the_model_and_the_switch() -> None:
+    call = Reply.calls(FunctionCallSpec("click_at", x=1, y=2))
+    with GeminiStandIn([call, call]) as api:
+        _, body = _post(api.base_url + CU_PATH, _request(_user_text()))
+        assert "thoughtSignature" not in body["candidates"][0]["content"]["parts"][0]
+        _, body = _post(api.base_url + G3_PATH, _request(_user_text()))
+        assert "thoughtSignature" in body["candidates"][0]["content"]["parts"][0]
+    with GeminiStandIn([call], sign_calls=False) as api:
+        _, body = _post(api.base_url + G3_PATH, _request(_user_text()))
+        assert "thoughtSignature" not in body["candidates"][0]["content"]["parts"][0]
+    given = Reply.calls(FunctionCallSpec("click_at", x=1, y=2, thought_signature=b"mine"))
+    with GeminiStandIn([given], sign_calls=True) as api:
+        _, body = _post(api.base_url + CU_PATH, _request(_user_text()))
+        assert body["candidates"][0]["content"]["parts"][0]["thoughtSignature"] == _b64(b"mine")
+    assert "thoughtSignature" not in call.body["candidates"][0]["content"]["parts"][0]
+
+
+def test_model_generation() -> None:
+    from vnc_use.testing.gemini_standin import ENVIRONMENT_FUNCTIONS, model_generation
+
+    assert model_generation(DEFAULT_MODEL) == "2.5"
+    assert model_generation("gemini-3-flash-preview") == "3"
+    assert model_generation("gemini-3.5-flash") == "3.5"
+    assert model_generation("gemini-2.5-flash") is None
+    assert len(ENVIRONMENT_FUNCTIONS["3.5"]["ENVIRONMENT_BROWSER"]) == 20
+    assert len(ENVIRONMENT_FUNCTIONS["3.5"]["ENVIRONMENT_DESKTOP"]) == 17
+    assert len(ENVIRONMENT_FUNCTIONS["2.5"]["ENVIRONMENT_BROWSER"]) == 13

@@ -5,8 +5,15 @@ This module declares, per model family, which functions exist and what arguments
 takes (an :class:`ActionTable` of pydantic models), validates a call against that table, and
 converts the model's 0-999 grid coordinates to screen pixels.
 
-Nothing outside a table may hard-code action names: newer models (Gemini 3.5 Flash) use a
-different vocabulary, which will be a second table next to :data:`GEMINI_25_TABLE`.
+Nothing outside a table may hard-code action names. Two vocabularies exist:
+
+* :data:`GEMINI_25_TABLE` -- the 13 predefined functions of Gemini 2.5 Computer Use, also used
+  by Gemini 3 Flash / Pro (``click_at``, ``type_text_at``, ``key_combination``, ...);
+* :data:`GEMINI_35_TABLE` -- the intent-bearing actions of Gemini 3.5 Flash (``click``,
+  ``triple_click``, ``hotkey``, ``scroll``, ... each with a required ``intent``), and
+  :data:`GEMINI_35_DESKTOP_TABLE`, its ``ENVIRONMENT_DESKTOP`` subset (no browser navigation).
+
+Which table a model gets is decided by :mod:`vnc_use.models`.
 
 Executing an action on a desktop is not done here (see ``backends/``); this module only says
 what a valid action looks like and where on the screen it lands.
@@ -22,6 +29,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 __all__ = [
     "GEMINI_25_TABLE",
+    "GEMINI_35_DESKTOP_TABLE",
+    "GEMINI_35_TABLE",
     "PREDEFINED_FUNCTIONS",
     "SAFETY_DECISION_KEY",
     "ActionArgs",
@@ -31,14 +40,23 @@ __all__ = [
     "Coordinate",
     "Direction",
     "DragAndDropArgs",
+    "HotkeyArgs",
+    "IntentArgs",
+    "IntentDragArgs",
+    "IntentNavigateArgs",
+    "IntentPointArgs",
+    "IntentScrollArgs",
+    "KeyArgs",
     "KeyCombinationArgs",
     "NavigateArgs",
     "NoArgs",
     "PointArgs",
     "ScrollAtArgs",
     "ScrollDocumentArgs",
+    "TypeArgs",
     "TypeTextAtArgs",
     "ValidatedAction",
+    "WaitArgs",
     "denorm",
     "denorm_magnitude",
     "denorm_x",
@@ -135,6 +153,75 @@ class DragAndDropArgs(ActionArgs):
     destination_y: Coordinate
 
 
+# -- Gemini 3.5 Flash: every action carries the model's ``intent`` --------------------------
+
+
+class IntentArgs(ActionArgs):
+    """Base of the Gemini 3.5 argument models: ``intent``, required, says why (for people)."""
+
+    intent: str = Field(description="what the action is meant to achieve")
+
+
+class IntentPointArgs(IntentArgs):
+    """A grid point (``click``, ``double_click``, ``right_click``, ``mouse_down``, ``move``...)."""
+
+    x: Coordinate
+    y: Coordinate
+
+
+class TypeArgs(IntentArgs):
+    """Arguments of ``type``: text typed where the keyboard focus is (no click, no clearing)."""
+
+    text: str
+    press_enter: bool = False
+
+
+class IntentDragArgs(IntentArgs):
+    """Arguments of the 3.5 ``drag_and_drop``: from (start_x, start_y) to (end_x, end_y)."""
+
+    start_x: Coordinate
+    start_y: Coordinate
+    end_x: Coordinate
+    end_y: Coordinate
+
+
+class WaitArgs(IntentArgs):
+    """Arguments of ``wait``: whole seconds (default 1)."""
+
+    seconds: int = Field(default=1, ge=0)
+
+
+class KeyArgs(IntentArgs):
+    """One key name (``press_key``, ``key_down``, ``key_up``), e.g. ``"Enter"``, ``"shift"``."""
+
+    key: str = Field(min_length=1)
+
+
+class HotkeyArgs(IntentArgs):
+    """Arguments of ``hotkey``: the keys of a combination, e.g. ``["control", "c"]``."""
+
+    keys: list[Annotated[str, Field(min_length=1)]] = Field(min_length=1)
+
+
+class IntentScrollArgs(IntentArgs):
+    """Arguments of the 3.5 ``scroll``: a grid point, a direction and a distance in pixels.
+
+    ``magnitude_in_pixels`` is a pixel distance (not a grid value); Google's table gives its
+    range as 0-999 and its default as 300.
+    """
+
+    x: Coordinate
+    y: Coordinate
+    direction: Direction
+    magnitude_in_pixels: int = Field(default=300, ge=0, le=999)
+
+
+class IntentNavigateArgs(IntentArgs):
+    """Arguments of the 3.5 ``navigate``."""
+
+    url: str
+
+
 # --------------------------------------------------------------------------------------
 # Table structures
 # --------------------------------------------------------------------------------------
@@ -158,6 +245,8 @@ class ActionSpec:
                 type_name = "int 0-999"
             elif getattr(ann, "__origin__", None) is Literal:
                 type_name = "|".join(str(a) for a in ann.__args__)  # type: ignore[union-attr]
+            elif getattr(ann, "__origin__", None) is list:
+                type_name = "list[str]"
             default = "" if finfo.is_required() else f" = {finfo.default!r}"
             params.append(f"{fname}: {type_name}{default}")
         return f"{self.name}({', '.join(params)})"
@@ -165,12 +254,17 @@ class ActionSpec:
 
 @dataclass(frozen=True)
 class ValidatedAction:
-    """A call that passed validation: its spec, typed arguments and any safety decision."""
+    """A call that passed validation: its spec, typed arguments and any safety decision.
+
+    ``table`` names the :class:`ActionTable` that validated it (its ``family``), so the
+    executor knows which handlers apply.
+    """
 
     name: str
     args: ActionArgs
     spec: ActionSpec
     safety_decision: dict[str, Any] | None = None
+    table: str = ""
 
     @property
     def needs_confirmation(self) -> bool:
@@ -225,6 +319,18 @@ class ActionTable:
         """The spec of ``name``; raises ``KeyError`` for names not in the table."""
         return self.specs[name]
 
+    def without(self, names: Iterable[str], family: str) -> ActionTable:
+        """A table named ``family`` with the same specs minus ``names`` (same spec objects)."""
+        drop = set(names)
+        unknown = drop - set(self.specs)
+        if unknown:
+            raise ValueError(f"ActionTable {self.family}: cannot drop unknown {sorted(unknown)}")
+        return ActionTable(
+            family=family,
+            specs={n: s for n, s in self.specs.items() if n not in drop},
+            browser_only=self.browser_only - drop,
+        )
+
     def unknown_names(self, names: Iterable[str]) -> list[str]:
         """The names from ``names`` that are not in this table (e.g. to check an exclude list)."""
         return [n for n in names if n not in self.specs]
@@ -268,7 +374,7 @@ class ActionTable:
                 f"Invalid arguments for {name}: {problems}. Expected {spec.signature()}.",
                 decision,
             )
-        return ValidatedAction(name, model, spec, decision)
+        return ValidatedAction(name, model, spec, decision, self.family)
 
 
 def _describe_error(err: Mapping[str, Any]) -> str:
@@ -338,6 +444,52 @@ GEMINI_25_TABLE = ActionTable(
 
 PREDEFINED_FUNCTIONS: tuple[str, ...] = GEMINI_25_TABLE.names
 """Names of the Gemini 2.5 predefined functions (derived from the table, never hand-written)."""
+
+
+# --------------------------------------------------------------------------------------
+# Gemini 3.5 Flash table
+# --------------------------------------------------------------------------------------
+
+GEMINI_35_TABLE = ActionTable(
+    family="gemini-3.5",
+    specs={
+        s.name: s
+        for s in (
+            ActionSpec("click", IntentPointArgs, "Left click at a grid point."),
+            ActionSpec("double_click", IntentPointArgs, "Double click at a grid point."),
+            ActionSpec("triple_click", IntentPointArgs, "Triple click at a grid point."),
+            ActionSpec("middle_click", IntentPointArgs, "Middle click at a grid point."),
+            ActionSpec("right_click", IntentPointArgs, "Right click at a grid point."),
+            ActionSpec("mouse_down", IntentPointArgs, "Press and hold the left button there."),
+            ActionSpec("mouse_up", IntentPointArgs, "Release the left button there."),
+            ActionSpec("move", IntentPointArgs, "Move the pointer to a grid point."),
+            ActionSpec("type", TypeArgs, "Type text where the keyboard focus is."),
+            ActionSpec("drag_and_drop", IntentDragArgs, "Drag from start to end (grid points)."),
+            ActionSpec("wait", WaitArgs, "Wait some seconds."),
+            ActionSpec("press_key", KeyArgs, "Press and release one key."),
+            ActionSpec("key_down", KeyArgs, "Press and hold one key."),
+            ActionSpec("key_up", KeyArgs, "Release one held key."),
+            ActionSpec("hotkey", HotkeyArgs, "Press a key combination, e.g. ['control', 'c']."),
+            ActionSpec("take_screenshot", IntentArgs, "Answer with a fresh screenshot."),
+            ActionSpec("scroll", IntentScrollArgs, "Scroll at a grid point by some pixels."),
+            ActionSpec("go_back", IntentArgs, "Go back to the previous page."),
+            ActionSpec("navigate", IntentNavigateArgs, "Go to a URL."),
+            ActionSpec("go_forward", IntentArgs, "Go forward to the next page."),
+        )
+    },
+    browser_only=frozenset({"go_back", "navigate", "go_forward"}),
+)
+"""The 20 actions of Gemini 3.5 Flash computer use in ``ENVIRONMENT_BROWSER`` (all intent-bearing).
+
+Coordinates are on the same 0-999 grid as Gemini 2.5; ``scroll``'s ``magnitude_in_pixels`` is
+a pixel distance.
+"""
+
+GEMINI_35_DESKTOP_TABLE = GEMINI_35_TABLE.without(
+    GEMINI_35_TABLE.browser_only, family="gemini-3.5-desktop"
+)
+"""The 17 actions of Gemini 3.5 Flash in ``ENVIRONMENT_DESKTOP`` (Google's "Desktop
+environment" table: the browser table without ``go_back``, ``navigate``, ``go_forward``)."""
 
 
 # --------------------------------------------------------------------------------------

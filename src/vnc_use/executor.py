@@ -2,7 +2,13 @@
 
 Each function of an :class:`~vnc_use.actions.ActionTable` has a handler here that converts the
 grid coordinates to pixels of the current screenshot and calls :class:`VNCController`. Handlers
-return the pixel coordinates they used, for the transcript and the events.
+return the pixel coordinates they used, for the transcript and the events, under the keys
+``x``, ``y`` (the point), ``destination_x``, ``destination_y`` (a drag's end) and
+``magnitude`` (a scroll's distance in pixels), whatever the model family calls its arguments.
+
+:data:`GEMINI_25_HANDLERS` serves the 13 functions of Gemini 2.5 / 3 Flash,
+:data:`GEMINI_35_HANDLERS` the intent-bearing actions of Gemini 3.5 Flash; :func:`execute`
+picks the handlers of the table that validated the action (:data:`HANDLERS_BY_TABLE`).
 """
 
 from __future__ import annotations
@@ -13,19 +19,48 @@ from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
 from vnc_use.actions import (
+    GEMINI_25_TABLE,
+    GEMINI_35_DESKTOP_TABLE,
+    GEMINI_35_TABLE,
     DragAndDropArgs,
+    HotkeyArgs,
+    IntentDragArgs,
+    IntentNavigateArgs,
+    IntentPointArgs,
+    IntentScrollArgs,
+    KeyArgs,
     KeyCombinationArgs,
     NavigateArgs,
     PointArgs,
     ScrollAtArgs,
     ScrollDocumentArgs,
+    TypeArgs,
     TypeTextAtArgs,
     ValidatedAction,
+    WaitArgs,
     denorm,
     denorm_magnitude,
 )
 
+__all__ = [
+    "DEFAULT_SEARCH_URL",
+    "GEMINI_25_HANDLERS",
+    "GEMINI_35_HANDLERS",
+    "HANDLERS_BY_TABLE",
+    "MAX_WAIT_SECONDS",
+    "ActionContext",
+    "Handler",
+    "Hands",
+    "Pixels",
+    "execute",
+]
+
 DEFAULT_SEARCH_URL = "https://www.google.com"
+
+MAX_WAIT_SECONDS = 60.0
+"""Longest single ``wait(seconds)`` of Gemini 3.5 that is honoured (longer ones are cut)."""
+
+LEFT, MIDDLE, RIGHT = 1, 2, 3
 
 
 class Hands(Protocol):
@@ -33,11 +68,17 @@ class Hands(Protocol):
 
     def move(self, x: int, y: int) -> None: ...
     def click(self, x: int, y: int, button: int = 1) -> None: ...
+    def double_click(self, x: int, y: int) -> None: ...
+    def triple_click(self, x: int, y: int) -> None: ...
+    def mouse_down(self, x: int, y: int, button: int = 1) -> None: ...
+    def mouse_up(self, x: int, y: int, button: int = 1) -> None: ...
     def drag_and_drop(self, x0: int, y0: int, x1: int, y1: int, steps: int = 10) -> None: ...
     def type_text(
         self, text: str, press_enter: bool = False, clear_first: bool = False
     ) -> None: ...
     def key_combo(self, keys: str) -> None: ...
+    def key_down(self, key: str) -> None: ...
+    def key_up(self, key: str) -> None: ...
     def scroll(self, direction: str, magnitude: int = 800) -> None: ...
     def scroll_at(self, x: int, y: int, direction: str, magnitude: int = 800) -> None: ...
 
@@ -53,6 +94,8 @@ class ActionContext:
     wait_seconds: float = 5.0
     stop: threading.Event | None = None
     """Set to cut a wait short (the run is being stopped)."""
+    max_wait_seconds: float = MAX_WAIT_SECONDS
+    """Cap on a model-chosen ``wait(seconds)``."""
 
     def px(self, x: int, y: int) -> tuple[int, int]:
         """Grid point to pixels on this screen."""
@@ -161,10 +204,120 @@ GEMINI_25_HANDLERS: Mapping[str, Handler] = {
 """One handler per function of :data:`vnc_use.actions.GEMINI_25_TABLE`."""
 
 
-def execute(action: ValidatedAction, ctx: ActionContext) -> Pixels:
+# ----------------------------------------------------------------------- Gemini 3.5 Flash
+
+
+def _point_handler(act: Callable[[Hands, int, int], None]) -> Handler:
+    """A handler for an action on one grid point (click variants, mouse down/up, move)."""
+
+    def handler(args: IntentPointArgs, ctx: ActionContext) -> Pixels:
+        x, y = ctx.px(args.x, args.y)
+        act(ctx.hands, x, y)
+        return {"x": x, "y": y}
+
+    return cast(Handler, handler)
+
+
+def _type(args: TypeArgs, ctx: ActionContext) -> Pixels:
+    ctx.hands.type_text(args.text, press_enter=args.press_enter)
+    return {}
+
+
+def _drag_35(args: IntentDragArgs, ctx: ActionContext) -> Pixels:
+    x0, y0 = ctx.px(args.start_x, args.start_y)
+    x1, y1 = ctx.px(args.end_x, args.end_y)
+    ctx.hands.drag_and_drop(x0, y0, x1, y1)
+    return {"x": x0, "y": y0, "destination_x": x1, "destination_y": y1}
+
+
+def _wait_35(args: WaitArgs, ctx: ActionContext) -> Pixels:
+    (ctx.stop or threading.Event()).wait(min(float(args.seconds), ctx.max_wait_seconds))
+    return {}
+
+
+def _press_key(args: KeyArgs, ctx: ActionContext) -> Pixels:
+    ctx.hands.key_combo(args.key)
+    return {}
+
+
+def _key_down(args: KeyArgs, ctx: ActionContext) -> Pixels:
+    ctx.hands.key_down(args.key)
+    return {}
+
+
+def _key_up(args: KeyArgs, ctx: ActionContext) -> Pixels:
+    ctx.hands.key_up(args.key)
+    return {}
+
+
+def _hotkey(args: HotkeyArgs, ctx: ActionContext) -> Pixels:
+    # "+".join keeps a literal "+" key working: ["control", "+"] -> "control++".
+    ctx.hands.key_combo("+".join(args.keys))
+    return {}
+
+
+def _take_screenshot(_: Any, ctx: ActionContext) -> Pixels:
+    return {}  # nothing to do: the function response carries the fresh screenshot
+
+
+def _scroll_35(args: IntentScrollArgs, ctx: ActionContext) -> Pixels:
+    x, y = ctx.px(args.x, args.y)
+    ctx.hands.scroll_at(x, y, args.direction, args.magnitude_in_pixels)
+    return {"x": x, "y": y, "magnitude": args.magnitude_in_pixels}
+
+
+def _navigate_35(args: IntentNavigateArgs, ctx: ActionContext) -> Pixels:
+    return _navigate_to(args.url, ctx)
+
+
+GEMINI_35_HANDLERS: Mapping[str, Handler] = {
+    "click": _point_handler(lambda h, x, y: h.click(x, y, LEFT)),
+    "double_click": _point_handler(lambda h, x, y: h.double_click(x, y)),
+    "triple_click": _point_handler(lambda h, x, y: h.triple_click(x, y)),
+    "middle_click": _point_handler(lambda h, x, y: h.click(x, y, MIDDLE)),
+    "right_click": _point_handler(lambda h, x, y: h.click(x, y, RIGHT)),
+    "mouse_down": _point_handler(lambda h, x, y: h.mouse_down(x, y, LEFT)),
+    "mouse_up": _point_handler(lambda h, x, y: h.mouse_up(x, y, LEFT)),
+    "move": _point_handler(lambda h, x, y: h.move(x, y)),
+    "type": cast(Handler, _type),
+    "drag_and_drop": cast(Handler, _drag_35),
+    "wait": cast(Handler, _wait_35),
+    "press_key": cast(Handler, _press_key),
+    "key_down": cast(Handler, _key_down),
+    "key_up": cast(Handler, _key_up),
+    "hotkey": cast(Handler, _hotkey),
+    "take_screenshot": _take_screenshot,
+    "scroll": cast(Handler, _scroll_35),
+    "go_back": _go_back,
+    "navigate": cast(Handler, _navigate_35),
+    "go_forward": _go_forward,
+}
+"""One handler per action of :data:`vnc_use.actions.GEMINI_35_TABLE` (and its desktop subset)."""
+
+
+HANDLERS_BY_TABLE: Mapping[str, Mapping[str, Handler]] = {
+    GEMINI_25_TABLE.family: GEMINI_25_HANDLERS,
+    GEMINI_35_TABLE.family: GEMINI_35_HANDLERS,
+    GEMINI_35_DESKTOP_TABLE.family: GEMINI_35_HANDLERS,
+}
+"""The handlers of each action table, by the table's ``family`` name."""
+
+
+def execute(
+    action: ValidatedAction, ctx: ActionContext, handlers: Mapping[str, Handler] | None = None
+) -> Pixels:
     """Run one validated action; returns the pixel coordinates it used.
 
+    The handlers are ``handlers`` when given, else those of the table that validated the
+    action (:data:`HANDLERS_BY_TABLE`; an action without a table is a Gemini 2.5 one). An
+    action no handler knows raises ``ValueError`` (answered to the model as an error).
     Raises whatever the backend raises: the caller decides which errors are the model's (sent
     back as ``"error"``) and which end the run (a lost connection).
     """
-    return GEMINI_25_HANDLERS[action.name](action.args, ctx)
+    table = handlers
+    if table is None:
+        table = HANDLERS_BY_TABLE.get(action.table or GEMINI_25_TABLE.family)
+    handler = table.get(action.name) if table is not None else None
+    if handler is None:
+        raise ValueError(f"{action.name!r} cannot be executed on this desktop")
+    return handler(action.args, ctx)

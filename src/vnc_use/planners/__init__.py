@@ -1,8 +1,10 @@
 """Planners: the part that asks a model what to do next.
 
-Each planner lives in its own module; ``gemini`` wraps Google's Gemini Computer Use model.
+Each planner lives in its own module; ``gemini`` wraps Google's Gemini Computer Use models
+(the model families and their action sets are in :mod:`vnc_use.models`).
 """
 
+from vnc_use.models import FAMILIES, ModelFamily, family_for_model
 from vnc_use.planners.gemini import (
     DEFAULT_MODEL,
     CustomFunction,
@@ -13,8 +15,11 @@ from vnc_use.planners.gemini import (
 
 __all__ = [
     "DEFAULT_MODEL",
+    "FAMILIES",
     "CustomFunction",
     "GeminiComputerUse",
+    "ModelFamily",
     "Proposal",
+    "family_for_model",
     "prune_screenshots",
 ]

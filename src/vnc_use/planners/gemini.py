@@ -28,6 +28,13 @@ from google.genai import types
 
 from vnc_use.actions import GEMINI_25_TABLE, ActionTable, split_safety_decision
 from vnc_use.errors import ApiError, ConfigError, PlannerError
+from vnc_use.models import (
+    EnvironmentName,
+    ModelFamily,
+    family_by_name,
+    family_for_model,
+    normalize_environment,
+)
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -119,14 +126,23 @@ class Proposal:
 class GeminiComputerUse:
     """Planner for Gemini Computer Use models through the ``google-genai`` SDK.
 
+    ``model`` picks the model family (:func:`vnc_use.models.family_for_model`; ``family``
+    names one explicitly), which decides the action set (:attr:`action_table`) and how the
+    ``environment`` goes on the wire. ``environment`` is ``"browser"`` or ``"desktop"`` (the
+    ``ENVIRONMENT_*`` spellings work too); ``None`` means the family's default (desktop for
+    Gemini 3.5 Flash, browser for the others). For the 2.5 / 3 families on a desktop the
+    browser-only functions are excluded by default; ``keep_browser_actions=True`` keeps them.
+
     ``excluded_actions`` are predefined functions the model must not use (sent as
-    ``excluded_predefined_functions``); ``custom_functions`` add your own. ``api_key`` falls
-    back to ``GOOGLE_API_KEY`` then ``GEMINI_API_KEY`` (as the SDK does); ``base_url`` falls
-    back to the SDK's own ``GOOGLE_GEMINI_BASE_URL`` handling. The HTTP client is created on
-    first use, so constructing a planner never touches the network or needs a key.
+    ``excluded_predefined_functions``, together with the environment's default exclusions);
+    ``custom_functions`` add your own. ``api_key`` falls back to ``GOOGLE_API_KEY`` then
+    ``GEMINI_API_KEY`` (as the SDK does); ``base_url`` falls back to the SDK's own
+    ``GOOGLE_GEMINI_BASE_URL`` handling. The HTTP client is created on first use, so
+    constructing a planner never touches the network or needs a key.
     """
 
     action_table: ActionTable = GEMINI_25_TABLE
+    """The actions this model has in this environment (validation and execution use it)."""
 
     def __init__(
         self,
@@ -144,10 +160,31 @@ class GeminiComputerUse:
         http_timeout_s: float = 120.0,
         max_malformed_retries: int = 3,
         keep_screenshots: int = 3,
-        environment: str = "ENVIRONMENT_BROWSER",
+        environment: str | None = None,
+        family: str | ModelFamily | None = None,
+        keep_browser_actions: bool = False,
     ) -> None:
         self.model = model
-        self.excluded_actions: list[str] = list(excluded_actions or [])
+        self.family: ModelFamily = (
+            family_for_model(model)
+            if family is None
+            else family
+            if isinstance(family, ModelFamily)
+            else family_by_name(family)
+        )
+        self.environment: EnvironmentName = (
+            self.family.default_environment
+            if environment is None
+            else normalize_environment(environment)
+        )
+        self.action_table = self.family.table_for(self.environment)
+        self.keep_browser_actions = keep_browser_actions
+        explicit = list(excluded_actions or [])
+        defaults = () if keep_browser_actions else self.family.default_exclusions(self.environment)
+        self.excluded_actions: list[str] = explicit + [n for n in defaults if n not in explicit]
+        """Sent as ``excluded_predefined_functions`` and refused if called anyway."""
+        self.wire_environment: str = self.family.wire_environment(self.environment)
+        """The ``ComputerUse.environment`` sent, e.g. ``"ENVIRONMENT_DESKTOP"``."""
         self.include_thoughts = include_thoughts
         self.custom_functions: dict[str, CustomFunction] = {}
         self.retry_attempts = retry_attempts
@@ -162,7 +199,7 @@ class GeminiComputerUse:
         self._client: genai.Client | None = None
         self._resolved_key: str | None = None
 
-        self._check_settings(environment)
+        self._check_settings(explicit)
         for cf in custom_functions or []:
             if cf.name in self.custom_functions:
                 raise ConfigError(f"Custom function {cf.name!r} is declared twice.")
@@ -176,7 +213,7 @@ class GeminiComputerUse:
         tools: types.ToolListUnion = [
             types.Tool(
                 computer_use=types.ComputerUse(
-                    environment=types.Environment(environment),
+                    environment=types.Environment(self.wire_environment),
                     excluded_predefined_functions=list(self.excluded_actions) or None,
                 )
             )
@@ -192,17 +229,22 @@ class GeminiComputerUse:
             thinking_config=types.ThinkingConfig(include_thoughts=include_thoughts),
         )
 
-    def _check_settings(self, environment: str) -> None:
-        unknown = self.action_table.unknown_names(self.excluded_actions)
+    def _check_settings(self, explicit_exclusions: list[str]) -> None:
+        unknown = self.action_table.unknown_names(explicit_exclusions)
         if unknown:
             raise ConfigError(
-                f"Unknown excluded action(s) {', '.join(unknown)}; "
+                f"Unknown excluded action(s) {', '.join(unknown)} for {self.model} "
+                f"({self.family.name}, {self.environment}); "
                 f"known: {', '.join(self.action_table.names)}."
             )
-        valid_envs = [e.value for e in types.Environment]
-        if environment not in valid_envs:
+        if (
+            self.keep_browser_actions
+            and self.environment == "desktop"
+            and (not self.family.excludes_browser_only)
+        ):
             raise ConfigError(
-                f"Unknown environment {environment!r}; use one of {', '.join(valid_envs)}."
+                f"keep_browser_actions has no effect for {self.model}: the {self.family.name} "
+                f"desktop environment has no browser actions; use environment='browser'."
             )
         if self.retry_attempts < 1:
             raise ConfigError("retry_attempts must be >= 1 (1 means no retry).")
@@ -301,6 +343,13 @@ class GeminiComputerUse:
             raise PlannerError(
                 f"Cannot reach the Gemini API at {self.base_url} ({detail}); check the network "
                 f"or the base URL (GOOGLE_GEMINI_BASE_URL)."
+            ) from None
+        except ValueError as exc:  # a body that is not JSON (a proxy's error page, say)
+            detail = self._redact(f"{type(exc).__name__}: {exc}".replace("\n", " "))
+            logger.warning("Gemini API at %s answered non-JSON: %s", self.base_url, detail)
+            raise PlannerError(
+                f"The Gemini API at {self.base_url} answered something that is not JSON "
+                f"({detail}); is GOOGLE_GEMINI_BASE_URL pointing at the API?"
             ) from None
 
     def propose(self, contents: list[types.Content]) -> Proposal:

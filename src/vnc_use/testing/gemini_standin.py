@@ -14,7 +14,25 @@ Computer Use contract like the real service, answering an error when it is broke
    carries ``"safety_acknowledgement": "true"`` (400);
 5. an ``x-goog-api-key`` header is present (403 PERMISSION_DENIED, as the real API answers
    unidentified callers; with ``expected_api_key`` set, a different key gets 400
-   "API key not valid").
+   "API key not valid");
+6. the ``computerUse`` tool fits the model family (:func:`model_generation`): its
+   ``environment`` is a known enum value; ``ENVIRONMENT_DESKTOP`` / ``ENVIRONMENT_MOBILE`` only
+   for Gemini 3.5 Flash or later (2.5 and 3 Flash know the browser only); every name in
+   ``excludedPredefinedFunctions`` is one of that model's functions *in that environment*
+   (Google's tables: 13 functions for 2.5 / 3; 20, 17 or 10 intent-bearing actions for 3.5 in
+   the browser, desktop or mobile environment); and a Gemini 3.5 request carries the tool at
+   all (the stand-in serves computer-use calls only). Rule ``computer_use_environment`` /
+   ``excluded_functions`` / ``computer_use_tool`` (400);
+7. for Gemini 3 models (``gemini-3*``), every function call the stand-in served with a
+   ``thoughtSignature`` comes back in the history with the same signature (400 "Function
+   call ... is missing a ``thought_signature``" / "Corrupted thought signature"; rule
+   ``thought_signature``). Replies to Gemini 3 models get a signature on their first function
+   call part when the script gives none (like the real models; ``sign_calls=False`` turns
+   that off).
+
+Rule 6's exact wording and the check of excluded names are the stand-in's own (the names and
+environments are Google's documented ones; whether the real service rejects a foreign name is
+not documented). Rule 7 follows the Gemini 3 thought-signature rule.
 
 Both spellings the SDK emits (``inlineData``/``inline_data``, ``functionCall``/``function_call``,
 ...) are accepted. A rejected request does not consume a script item. Violations are kept in
@@ -42,6 +60,8 @@ one reply, one of::
     {"calls": [{"name": "click_at", "args": {"x": 500, "y": 300},
                 "thoughtSignature": "<base64, optional>"}],
      "text": "optional text before the calls"}
+    {"calls": [{"name": "click", "args": {"x": 500, "y": 300,     # Gemini 3.5 Flash style
+                                         "intent": "Open the File menu"}}]}
     {"text": "final answer"}                      # no calls: the agent stops
     {"malformed": true}                           # finishReason MALFORMED_FUNCTION_CALL
     {"error": 503, "message": "optional", "status": "optional, e.g. UNAVAILABLE"}
@@ -70,6 +90,7 @@ from urllib.parse import parse_qs, urlsplit
 from PIL import Image
 
 __all__ = [
+    "ENVIRONMENT_FUNCTIONS",
     "EXHAUSTED_TEXT",
     "FunctionCallSpec",
     "GeminiStandIn",
@@ -78,6 +99,7 @@ __all__ = [
     "ScriptItem",
     "Violation",
     "make_png",
+    "model_generation",
     "require_confirmation",
 ]
 
@@ -123,6 +145,88 @@ _PATH_RE = re.compile(
     r"models/(?P<model>[^/:]+):generateContent$"
 )
 _PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+# Google's documented function names (kept here as literals, independent of vnc_use.actions,
+# so that the stand-in checks the client against the documentation, not against itself).
+_CU_13 = (
+    "open_web_browser",
+    "wait_5_seconds",
+    "go_back",
+    "go_forward",
+    "search",
+    "navigate",
+    "click_at",
+    "hover_at",
+    "type_text_at",
+    "key_combination",
+    "scroll_document",
+    "scroll_at",
+    "drag_and_drop",
+)
+_G35_DESKTOP = (
+    "click",
+    "double_click",
+    "triple_click",
+    "middle_click",
+    "right_click",
+    "mouse_down",
+    "mouse_up",
+    "move",
+    "type",
+    "drag_and_drop",
+    "wait",
+    "press_key",
+    "key_down",
+    "key_up",
+    "hotkey",
+    "take_screenshot",
+    "scroll",
+)
+_G35_MOBILE = (
+    "open_app",
+    "click",
+    "list_apps",
+    "wait",
+    "go_back",
+    "type",
+    "drag_and_drop",
+    "long_press",
+    "press_key",
+    "take_screenshot",
+)
+_ENV_BROWSER, _ENV_DESKTOP, _ENV_MOBILE = (
+    "ENVIRONMENT_BROWSER",
+    "ENVIRONMENT_DESKTOP",
+    "ENVIRONMENT_MOBILE",
+)
+_ENVIRONMENTS = ("ENVIRONMENT_UNSPECIFIED", _ENV_BROWSER, _ENV_DESKTOP, _ENV_MOBILE)
+
+ENVIRONMENT_FUNCTIONS: dict[str, dict[str, tuple[str, ...]]] = {
+    "2.5": {_ENV_BROWSER: _CU_13},
+    "3": {_ENV_BROWSER: _CU_13},
+    "3.5": {
+        _ENV_BROWSER: (*_G35_DESKTOP, "go_back", "navigate", "go_forward"),
+        _ENV_DESKTOP: _G35_DESKTOP,
+        _ENV_MOBILE: _G35_MOBILE,
+    },
+}
+"""Predefined function names per model generation and environment, from Google's tables."""
+
+
+def model_generation(model: str | None) -> str | None:
+    """``"2.5"``, ``"3"`` or ``"3.5"`` for a computer-use model id; None for other models.
+
+    ``gemini-2.5-computer-use*`` is 2.5; ``gemini-3.5*`` is 3.5; other ``gemini-3-*`` ids
+    (``gemini-3-flash-preview``, ``gemini-3-pro-preview``) are 3.
+    """
+    name = (model or "").lower()
+    if name.startswith("gemini-2.5-computer-use"):
+        return "2.5"
+    if name.startswith("gemini-3.5"):
+        return "3.5"
+    if name.startswith("gemini-3-"):
+        return "3"
+    return None
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -519,9 +623,57 @@ def check_contract(
     has_cu = any(isinstance(_pick(t, "computerUse", "computer_use"), Mapping) for t in tools)
     if model and "computer-use" in model and not has_cu:
         problems.append((400, "computer_use_tool", _CU_TOOL_MESSAGE))
+    problems.extend((400, rule, msg) for rule, msg in _tool_problems(tools, model))
     problems.extend((400, rule, msg) for rule, msg in _image_problems(contents))
     problems.extend((400, rule, msg) for rule, msg in _pairing_problems(contents))
     return problems
+
+
+def _tool_problems(tools: Any, model: str | None) -> Iterable[tuple[str, str]]:
+    """Rule 6: the computerUse tool fits the model's generation and environment."""
+    generation = model_generation(model)
+    if generation is None:
+        return
+    found = [
+        (i, cu)
+        for i, t in enumerate(tools if isinstance(tools, list) else [])
+        if isinstance(cu := _pick(t, "computerUse", "computer_use"), Mapping)
+    ]
+    if not found:
+        if generation == "3.5":
+            yield (
+                "computer_use_tool",
+                f"Computer use with {model} needs a computer_use tool in the request "
+                f"(the stand-in serves computer-use calls only).",
+            )
+        return
+    index, cu = found[0]
+    env = cu.get("environment") or "ENVIRONMENT_UNSPECIFIED"
+    if env not in _ENVIRONMENTS:
+        yield (
+            "computer_use_environment",
+            f"Invalid value at 'tools[{index}].computer_use.environment' "
+            f"(type.googleapis.com/google.ai.generativelanguage.v1beta.Environment), {env!r}",
+        )
+        return
+    env = _ENV_BROWSER if env == "ENVIRONMENT_UNSPECIFIED" else env
+    allowed = ENVIRONMENT_FUNCTIONS[generation].get(env)
+    if allowed is None:
+        yield (
+            "computer_use_environment",
+            f"{env} is not supported by {model}: desktop and mobile environments need "
+            f"Gemini 3.5 Flash or later; use ENVIRONMENT_BROWSER.",
+        )
+        return
+    excluded = _pick(cu, "excludedPredefinedFunctions", "excluded_predefined_functions") or []
+    foreign = [n for n in excluded if n not in allowed]
+    if foreign:
+        yield (
+            "excluded_functions",
+            f"tools[{index}].computer_use.excluded_predefined_functions: "
+            f"{', '.join(repr(n) for n in foreign)} not predefined for {model} in {env}; "
+            f"its functions are {', '.join(allowed)}.",
+        )
 
 
 def _image_problems(contents: list[dict[str, Any]]) -> Iterable[tuple[str, str]]:
@@ -588,18 +740,54 @@ def _pairing_problems(contents: list[dict[str, Any]]) -> Iterable[tuple[str, str
                 call["args"].get("safety_decision") if isinstance(call["args"], Mapping) else None
             )
             if isinstance(decision, Mapping) and decision.get("decision") == "require_confirmation":
-                ack = (
-                    resp["response"].get("safety_acknowledgement")
-                    if isinstance(resp["response"], Mapping)
-                    else None
-                )
-                if ack != "true":
+                response = resp["response"] if isinstance(resp["response"], Mapping) else {}
+                ack = response.get("safety_acknowledgement")
+                # a call answered with an error was not executed: nothing to acknowledge
+                if ack != "true" and not response.get("error"):
                     yield (
                         "safety_acknowledgement",
                         f"contents[{ci + 1}]: the function call {call['name']!r} required "
                         f"user confirmation; its function response must carry "
                         f'safety_acknowledgement "true" (got {ack!r}).',
                     )
+
+
+def _call_key(fc: Mapping[str, Any]) -> tuple[str, str]:
+    """A function call's identity: its name and its args as canonical JSON."""
+    return str(fc.get("name")), json.dumps(fc.get("args") or {}, sort_keys=True, default=str)
+
+
+def _signed_like(got: Sequence[bytes | None], want: Sequence[bytes | None]) -> bool:
+    """Every call served with a signature carries exactly that signature."""
+    return all(w is None or g == w for g, w in zip(got, want, strict=True))
+
+
+def _candidate_parts(body: Mapping[str, Any]) -> list[dict[str, Any]]:
+    candidates = body.get("candidates")
+    if not isinstance(candidates, list) or not candidates:
+        return []
+    content = candidates[0].get("content") if isinstance(candidates[0], Mapping) else None
+    parts = content.get("parts") if isinstance(content, Mapping) else None
+    return [p for p in parts if isinstance(p, dict)] if isinstance(parts, list) else []
+
+
+def _signed(body: dict[str, Any], signature: bytes) -> dict[str, Any]:
+    """``body`` with ``signature`` on its first function call part, unless a part has one.
+
+    Gemini 3 models sign the first function call of each turn. Returns a copy; the script's
+    reply is never modified.
+    """
+    parts = _candidate_parts(body)
+    if any("thoughtSignature" in p for p in parts):
+        return body
+    first = next((i for i, p in enumerate(parts) if "functionCall" in p), None)
+    if first is None:
+        return body
+    new_parts = [dict(p) for p in parts]
+    new_parts[first]["thoughtSignature"] = base64.b64encode(signature).decode("ascii")
+    candidate = dict(body["candidates"][0])
+    candidate["content"] = {**candidate["content"], "parts": new_parts}
+    return {**body, "candidates": [candidate, *body["candidates"][1:]]}
 
 
 # ----------------------------------------------------------------------------- server
@@ -653,10 +841,16 @@ class GeminiStandIn:
         port: int = 0,
         host: str = "127.0.0.1",
         expected_api_key: str | None = None,
+        sign_calls: bool | None = None,
     ) -> None:
         self.host = host
         self.port = port
         self.expected_api_key = expected_api_key
+        self.sign_calls = sign_calls
+        """Add a thought signature to unsigned calls: None means for Gemini 3 models only."""
+        self.served_turns: dict[tuple[tuple[str, str], ...], list[tuple[bytes | None, ...]]] = {}
+        """Signatures served per model turn: its calls ``(name, canonical args JSON)`` ->
+        the signature of each call (None: unsigned), once per time such a turn was served."""
         self.requests: list[RecordedRequest] = []
         self.violations: list[Violation] = []
         self.exhausted_count = 0
@@ -811,6 +1005,8 @@ class GeminiStandIn:
         if bad_json:
             return self._error(400, "Invalid JSON payload received.")
         problems = check_contract(rec.body, rec.headers, rec.model, self.expected_api_key)
+        if model_generation(rec.model) in ("3", "3.5"):
+            problems += [(400, r, m) for r, m in self._signature_problems(rec.contents())]
         if problems:
             for _, rule, message in problems:
                 violation = Violation(rec.index, rule, message)
@@ -821,6 +1017,12 @@ class GeminiStandIn:
             return self._error(status, message)
         reply = self._next_reply(rec)
         body = dict(reply.body)
+        sign = self.sign_calls
+        if sign is None:
+            sign = model_generation(rec.model) in ("3", "3.5")
+        if reply.envelope and sign:
+            body = _signed(body, f"standin-signature-{rec.index}".encode())
+        self._remember_signatures(body)
         if reply.envelope:
             body.setdefault(
                 "usageMetadata",
@@ -851,6 +1053,43 @@ class GeminiStandIn:
         if self._fn is not None:
             return Reply.raw(dict(item))
         return Reply.from_json(item)
+
+    def _remember_signatures(self, body: Mapping[str, Any]) -> None:
+        calls = [p for p in _candidate_parts(body) if isinstance(p.get("functionCall"), Mapping)]
+        sigs = tuple(_b64decode(p.get("thoughtSignature")) for p in calls)
+        if any(sig is not None for sig in sigs):
+            key = tuple(_call_key(p["functionCall"]) for p in calls)
+            self.served_turns.setdefault(key, []).append(sigs)
+
+    def _signature_problems(self, contents: list[dict[str, Any]]) -> Iterable[tuple[str, str]]:
+        """Rule 7: a served model turn comes back with its signatures on the same calls.
+
+        A model turn of the request is matched to a served one by its calls (names and
+        arguments, in order); every call that was served signed must carry that signature.
+        """
+        for ci, content in enumerate(contents):
+            if content["role"] != "model":
+                continue
+            calls = [p for p in content["parts"] if "functionCall" in p]
+            served = self.served_turns.get(tuple(_call_key(p["functionCall"]) for p in calls))
+            if not served:
+                continue
+            got = [_b64decode(p.get("thoughtSignature")) for p in calls]
+            if any(_signed_like(got, want) for want in served):
+                continue
+            want = served[-1]
+            for part, have, expected in zip(calls, got, want, strict=True):
+                if expected is None or have == expected:
+                    continue
+                if have is None:
+                    yield (
+                        "thought_signature",
+                        f"Function call `{part['functionCall']['name']}` in the `{ci}.` content "
+                        f"block is missing a `thought_signature`.",
+                    )
+                else:
+                    yield ("thought_signature", "Corrupted thought signature.")
+                break
 
     @staticmethod
     def _error(status: int, message: str) -> tuple[int, dict[str, Any]]:
