@@ -17,20 +17,30 @@ from vnc_use.types import FunctionResponseRecord
 
 PNG = "image/png"
 
+# Records say who spoke under "turn", not "role": LangGraph treats a dict with a chat "role"
+# ("user", ...) in a DeltaChannel as a chat message and rewrites it. Records written before
+# (under "role") are still read.
 
-def task_turn(task: str, screenshot: str | None) -> dict[str, Any]:
-    """The first user turn: the task and, optionally, the initial screenshot's digest."""
-    return {"role": "user", "text": task, "screenshot": screenshot}
+
+def task_turn(
+    task: str, screenshot: str | None, screen_size: tuple[int, int] | None = None
+) -> dict[str, Any]:
+    """The first user turn: the task and, optionally, the initial screenshot's digest and the
+    real screen size it shows."""
+    turn: dict[str, Any] = {"turn": "user", "text": task, "screenshot": screenshot}
+    if screen_size is not None:
+        turn["screen_size"] = list(screen_size)
+    return turn
 
 
 def model_turn(content: types.Content) -> dict[str, Any]:
     """A model turn, kept exactly as the API sent it (thought signatures included)."""
-    return {"role": "model", "content": content.model_dump(mode="json", exclude_none=True)}
+    return {"turn": "model", "content": content.model_dump(mode="json", exclude_none=True)}
 
 
 def responses_turn(responses: Sequence[FunctionResponseRecord]) -> dict[str, Any]:
     """The user turn that answers every call of the previous model turn, in order."""
-    return {"role": "user", "responses": [dict(r) for r in responses]}
+    return {"turn": "user", "responses": [dict(r) for r in responses]}
 
 
 def _screenshot_turns(history: Sequence[dict[str, Any]]) -> list[int]:
@@ -52,7 +62,7 @@ def to_contents(
     contents: list[types.Content] = []
     for i, turn in enumerate(history):
         inline = i in with_images
-        if turn["role"] == "model":
+        if turn.get("turn", turn.get("role")) == "model":
             contents.append(types.Content.model_validate(turn["content"]))
         elif "responses" in turn:
             parts = []

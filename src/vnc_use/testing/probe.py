@@ -6,7 +6,8 @@ Run it on a desktop to check that a VNC set-up delivers clicks, keys and scrolls
 
 Each event is one JSON object per line, flushed at once. Types: ``ready`` (window mapped and
 focused; carries ``width``, ``height`` and the ``entry`` box), ``press``/``release``
-(``x``, ``y`` root pixels, ``button``), ``double``/``triple`` (multi-clicks), ``motion``
+(``x``, ``y`` root pixels, ``button``, ``state`` modifier mask: 1 Shift, 4 Control, 8 Alt),
+``double``/``triple`` (multi-clicks), ``motion``
 (``x``, ``y``, ``buttons`` mask), ``wheel`` (``button`` 4 up, 5 down, 6 left, 7 right, or a
 ``delta`` on Tk 8.7+), ``key``/``keyup`` (``keysym``, ``char``, ``state``), ``text`` (the
 entry's text after every change) and ``submit`` (Return in the entry, with ``text``).
@@ -15,6 +16,16 @@ The window is override-redirect at ``+0+0`` and covers the whole screen, so clic
 pixel (corners included) land on it without a window manager; the text entry keeps the
 keyboard focus. In the entry, Ctrl+A selects all (as in most toolkits; stock Tk moves to the
 line start) and Tab is recorded but does not move the focus.
+
+For settle-detection tests and benchmarks the probe can also keep the screen busy:
+
+* ``--animate MS`` (with ``--animate-delay MS``): each left press starts, after the delay, an
+  animation of about MS ms in the *animation panel* (``ready`` carries its box as ``panel``):
+  grey frames every :data:`ANIMATION_FRAME_MS` ms, then a final colour that differs for every
+  animation and is never grey. Events ``animation`` (start, with ``n`` and the ``final``
+  colour) and ``animated`` (the final colour is drawn: ``n``, ``color``).
+* ``--ticker``: F9 toggles a *ticker*, a 240x40 box near the bottom left that changes every
+  25 ms, like a clock or a video (events ``ticker`` with ``on``).
 
 :class:`ProbeLog` reads the file from tests and waits for events without fixed sleeps.
 This module imports :mod:`tkinter` only when the app runs.
@@ -30,13 +41,26 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["ProbeLog", "main"]
+__all__ = ["ANIMATION_FRAME_MS", "ProbeLog", "animation_color", "main"]
+
+#: Milliseconds between two frames of the probe's click animation.
+ANIMATION_FRAME_MS = 15
 
 Event = dict[str, Any]
 
 _COLORS = ("#e02020", "#20a020", "#2050e0", "#e0a000", "#a020c0", "#00a0a0")
 _BACKGROUND = "#f4f4f4"
 _BUTTON_MASK = 0x1F00  # Button1Mask .. Button5Mask in an X event state
+
+
+def animation_color(n: int) -> tuple[int, int, int]:
+    """The final colour of the probe's ``n``-th click animation (never grey; differs for
+    256 animations in a row)."""
+    return ((37 + 53 * n) % 256, 0, 255)
+
+
+def _hex(rgb: tuple[int, int, int]) -> str:
+    return "#{:02x}{:02x}{:02x}".format(*rgb)
 
 
 class ProbeLog:
@@ -95,11 +119,26 @@ class ProbeLog:
 class _Probe:
     """The Tk app. Kept in a class so ``tkinter`` is imported only by :func:`main`."""
 
-    def __init__(self, out: IO[str], title: str, busy: bool = False) -> None:
+    def __init__(
+        self,
+        out: IO[str],
+        title: str,
+        busy: bool = False,
+        animate_ms: int = 0,
+        animate_delay_ms: int = 0,
+        ticker: bool = False,
+    ) -> None:
         import tkinter as tk
 
         self.tk = tk
         self.out = out
+        self.animate_ms = animate_ms
+        self.animate_delay_ms = animate_delay_ms
+        self.ticker_key = ticker
+        self.animations = 0
+        self.animation_job: str | None = None
+        self.ticker_job: str | None = None
+        self.ticks = 0
         self.seq = 0
         self.clicks = 0
         self.shift_keys: set[str] = set()
@@ -124,6 +163,10 @@ class _Probe:
         self.status = self.canvas.create_text(
             width // 2, height - 24, text=f"vnc-use probe {width}x{height}", fill="#404040"
         )
+        self.panel_box = (width * 11 // 20, height // 4, width * 9 // 10, height * 11 // 20)
+        self.panel = self.canvas.create_rectangle(*self.panel_box, fill="", outline="")
+        self.ticker_box = (20, height - 100, 260, height - 60)
+        self.ticker = self.canvas.create_rectangle(*self.ticker_box, fill="", outline="")
         for widget in (self.canvas, self.entry, self.root):
             widget.bindtags(("Probe", "ProbeMulti", *widget.bindtags()))
         self._bind()
@@ -159,15 +202,56 @@ class _Probe:
             button = e.num + 2 if horizontal else e.num
             self.emit("wheel", x=e.x_root, y=e.y_root, button=button, state=e.state)
             return
-        self.emit("press", x=e.x_root, y=e.y_root, button=e.num)
+        self.emit("press", x=e.x_root, y=e.y_root, button=e.num, state=e.state)
         color = _COLORS[self.clicks % len(_COLORS)]
         self.clicks += 1
         x, y = e.x_root, e.y_root
         self.canvas.create_rectangle(x - 6, y - 6, x + 6, y + 6, fill=color, outline=color)
+        if self.animate_ms > 0 and e.num == 1:
+            self.start_animation()
+
+    # -- the click animation and the ticker (settle-detection tests) --------------------------
+
+    def start_animation(self) -> None:
+        if self.animation_job is not None:
+            self.root.after_cancel(self.animation_job)
+        self.animations += 1
+        n = self.animations
+        frames = max(1, self.animate_ms // ANIMATION_FRAME_MS)
+        self.emit("animation", n=n, final=_hex(animation_color(n)), frames=frames)
+        self.animation_job = self.root.after(self.animate_delay_ms, self.animation_frame, n, 0)
+
+    def animation_frame(self, n: int, i: int) -> None:
+        frames = max(1, self.animate_ms // ANIMATION_FRAME_MS)
+        if i >= frames:
+            color = _hex(animation_color(n))
+            self.canvas.itemconfigure(self.panel, fill=color)
+            self.animation_job = None
+            self.emit("animated", n=n, color=color)
+            return
+        level = 60 + (i * 37) % 160
+        self.canvas.itemconfigure(self.panel, fill=_hex((level, level, level)))
+        self.animation_job = self.root.after(ANIMATION_FRAME_MS, self.animation_frame, n, i + 1)
+
+    def toggle_ticker(self) -> None:
+        if self.ticker_job is not None:
+            self.root.after_cancel(self.ticker_job)
+            self.ticker_job = None
+            self.canvas.itemconfigure(self.ticker, fill="")
+            self.emit("ticker", on=False)
+            return
+        self.emit("ticker", on=True)
+        self.tick()
+
+    def tick(self) -> None:
+        self.ticks += 1
+        level = (self.ticks * 47) % 256
+        self.canvas.itemconfigure(self.ticker, fill=_hex((level, 255 - level, 128)))
+        self.ticker_job = self.root.after(25, self.tick)
 
     def on_release(self, e: Any) -> None:
         if e.num not in (4, 5, 6, 7):
-            self.emit("release", x=e.x_root, y=e.y_root, button=e.num)
+            self.emit("release", x=e.x_root, y=e.y_root, button=e.num, state=e.state)
 
     def on_multi(self, e: Any, kind: str) -> None:
         if e.num not in (4, 5, 6, 7):
@@ -183,6 +267,8 @@ class _Probe:
         if e.keysym in ("Shift_L", "Shift_R"):
             self.shift_keys.add(e.keysym)
         self.emit("key", keysym=e.keysym, char=e.char, state=e.state)
+        if e.keysym == "F9" and self.ticker_key:
+            self.toggle_ticker()
         return "break" if e.keysym in ("Tab", "ISO_Left_Tab") else None
 
     def on_keyup(self, e: Any) -> None:
@@ -199,7 +285,14 @@ class _Probe:
         focused = self.root.focus_get() is self.entry
         if self.root.winfo_viewable() and focused:
             x, y, w, h = self.entry_box
-            self.emit("ready", width=self.size[0], height=self.size[1], entry=[x, y, w, h])
+            self.emit(
+                "ready",
+                width=self.size[0],
+                height=self.size[1],
+                entry=[x, y, w, h],
+                panel=list(self.panel_box),
+                ticker=list(self.ticker_box),
+            )
             return
         if time.monotonic() > deadline:
             self.emit("error", message="could not get the keyboard focus")
@@ -277,11 +370,37 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--busy", action="store_true", help="paint a desktop-like backdrop (for benchmarks)"
     )
+    parser.add_argument(
+        "--animate",
+        type=int,
+        default=0,
+        metavar="MS",
+        help="after each left click, animate the panel for about MS ms, then show a final colour",
+    )
+    parser.add_argument(
+        "--animate-delay",
+        type=int,
+        default=0,
+        metavar="MS",
+        help="start each animation MS ms after the click (an app slow to react)",
+    )
+    parser.add_argument(
+        "--ticker",
+        action="store_true",
+        help="let F9 toggle a box that changes every 25 ms (a screen that never settles)",
+    )
     args = parser.parse_args(argv)
     out: IO[str]
     out = sys.stdout if args.out == "-" else open(args.out, "a", encoding="utf-8")  # noqa: SIM115
     try:
-        _Probe(out, args.title, busy=args.busy).run()
+        _Probe(
+            out,
+            args.title,
+            busy=args.busy,
+            animate_ms=args.animate,
+            animate_delay_ms=args.animate_delay,
+            ticker=args.ticker,
+        ).run()
     except KeyboardInterrupt:
         pass
     finally:
