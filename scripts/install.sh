@@ -14,6 +14,10 @@ APT_PACKAGES=(
   x11-utils                   # xdpyinfo, xwininfo: look at a desktop
   fonts-dejavu-core           # a font for Tk and xterm
   python3-tk                  # Tk, for the probe app
+  openbox                     # the local desktop's window manager (vnc-use desktop up)
+  x11-xserver-utils           # xsetroot: the local desktop's background colour
+  novnc                       # the live view's web client, /usr/share/novnc (vnc-use view)
+  chromium                    # headless: the tests load the run report as a person would see it
   python3-venv
 )
 

@@ -1,5 +1,9 @@
 """Shared fixtures: real VNC desktops with the probe app, and the Gemini API stand-in."""
 
+import os
+import shutil
+import tempfile
+
 from hypothesis import HealthCheck, settings
 
 from desktop_fixtures import *  # noqa: F403
@@ -11,3 +15,17 @@ settings.register_profile(
     "vnc-use", deadline=None, suppress_health_check=[HealthCheck.too_slow], print_blob=True
 )
 settings.load_profile("vnc-use")
+
+# A test that reaches the managed local desktop by accident (`vnc-use run` without --vnc) must
+# never touch the state of a real user's desktop: point it at a throw-away folder. Set before
+# any test runs, so CLI subprocesses inherit it too.
+os.environ["VNC_USE_DESKTOP_DIR"] = tempfile.mkdtemp(prefix="vnc-use-test-desktop-")
+
+
+def pytest_sessionfinish() -> None:
+    """Stop a managed desktop a test may have left in that folder, by its recorded PIDs."""
+    from vnc_use.localdesktop import LocalDesktop
+
+    state_dir = os.environ["VNC_USE_DESKTOP_DIR"]
+    LocalDesktop(state_dir=state_dir).down()
+    shutil.rmtree(state_dir, ignore_errors=True)

@@ -8,29 +8,44 @@ SQLite checkpointer, connects the desktop and the model, and turns the graph's s
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
+import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.errors import GraphDrained
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import RunControl
 from langgraph.types import Command
 
 from vnc_use import safety
 from vnc_use.backends.vnc import VNCController
-from vnc_use.errors import ConfigError, VncUseError
+from vnc_use.errors import (
+    ConfigError,
+    VncAuthError,
+    VncConnectionError,
+    VncError,
+    VncTimeoutError,
+    VncUseError,
+)
 from vnc_use.graph import AgentContext, AgentSettings, build_graph
+from vnc_use.journal import Journal
 from vnc_use.logging_utils import RunFolder, check_thread_id
 from vnc_use.planners.gemini import DEFAULT_MODEL, GeminiComputerUse
+from vnc_use.report import write_report_safely
 from vnc_use.types import CUAState, RunResult
 
 __all__ = ["CHECKPOINT_DB", "AgentSettings", "VncUseAgent"]
 
 CHECKPOINT_DB = "vnc-use.sqlite"
+
+log = logging.getLogger(__name__)
 
 
 class VncUseAgent:
@@ -43,6 +58,12 @@ class VncUseAgent:
     Runs are checkpointed in ``<runs_dir>/vnc-use.sqlite`` under their thread id, so
     :meth:`approve`, :meth:`deny` and :meth:`resume` work from any process. ``screen_size`` is
     only a hint: the real size of every screenshot is what coordinates are scaled to.
+
+    ``model`` decides the action set (:mod:`vnc_use.models`: Gemini 2.5 / 3 Flash speak 13
+    functions, ``gemini-3.5-flash`` the intent-bearing set); ``model_family`` names the family
+    for an id it does not know. ``environment`` is ``"browser"`` or ``"desktop"`` (default: the
+    family's, desktop for 3.5); on a desktop the 2.5 / 3 browser-only functions are excluded
+    unless ``keep_browser_actions=True``.
     """
 
     def __init__(
@@ -58,11 +79,16 @@ class VncUseAgent:
         runs_dir: str | Path = "runs",
         *,
         model: str = DEFAULT_MODEL,
+        environment: str | None = None,
+        model_family: str | None = None,
+        keep_browser_actions: bool = False,
         planner: GeminiComputerUse | None = None,
         keep_screenshots: int = 3,
         checkpoint_db: str | Path | None = None,
         on_event: Callable[[dict[str, Any]], None] | None = None,
         settings: AgentSettings | None = None,
+        sensitive_text: Mapping[str, str] | None = None,
+        reconnect_window_s: float = 30.0,
     ) -> None:
         if step_limit < 1:
             raise ConfigError(f"step_limit must be at least 1, got {step_limit}")
@@ -78,15 +104,46 @@ class VncUseAgent:
         self.settings.hitl_mode = hitl_mode
         self.settings.include_initial_screenshot = include_initial_screenshot
         self.settings.keep_screenshots = keep_screenshots
+        # model picks the family (action set); environment "browser" | "desktop" (None: the
+        # family's default); see vnc_use.models.
         self.planner = planner or GeminiComputerUse(
-            excluded_actions=excluded_actions, model=model, keep_screenshots=keep_screenshots
+            excluded_actions=excluded_actions,
+            model=model,
+            keep_screenshots=keep_screenshots,
+            environment=environment,
+            family=model_family,
+            keep_browser_actions=keep_browser_actions,
         )
         self.on_event = on_event
+        self.sensitive_text = dict(sensitive_text or {})
+        for name in self.sensitive_text:
+            if not name.isidentifier():
+                raise ConfigError(f"sensitive_text name {name!r}: use letters, digits and '_'")
+        self.reconnect_window_s = reconnect_window_s
         self._controller: VNCController | None = None
-        self.runs_dir.mkdir(parents=True, exist_ok=True)
+        self._control: RunControl | None = None
+        self._stop = threading.Event()
         db = Path(checkpoint_db) if checkpoint_db else self.runs_dir / CHECKPOINT_DB
+        try:
+            self.runs_dir.mkdir(parents=True, exist_ok=True)
+            probe = self.runs_dir / f".write-test-{os.getpid()}"
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot write the runs folder {self.runs_dir} ({exc.strerror or exc}); "
+                "choose a writable one (--runs-dir / runs_dir=)"
+            ) from None
         self._conn = sqlite3.connect(db, check_same_thread=False)
         self.checkpointer = SqliteSaver(self._conn)
+        try:
+            self.checkpointer.setup()
+        except sqlite3.DatabaseError as exc:
+            self._conn.close()
+            raise ConfigError(
+                f"the checkpoint database {db} is unreadable ({exc}); move it away to start "
+                "afresh, or use another runs folder"
+            ) from None
         self.graph: CompiledStateGraph[CUAState, AgentContext, CUAState, CUAState] = (
             build_graph().compile(checkpointer=self.checkpointer)
         )
@@ -135,11 +192,14 @@ class VncUseAgent:
                 "task": task,
                 "vnc_server": self.vnc_server,
                 "model": self.planner.model,
+                "model_family": self.planner.family.name,
+                "environment": self.planner.environment,
                 "excluded_actions": self.planner.excluded_actions,
                 "step_limit": self.settings.step_limit,
                 "seconds_timeout": self.settings.seconds_timeout,
                 "hitl_mode": self.settings.hitl_mode,
                 "include_initial_screenshot": self.settings.include_initial_screenshot,
+                "sensitive_names": sorted(self.sensitive_text),
                 "started": time.time(),
             },
         )
@@ -173,7 +233,9 @@ class VncUseAgent:
         """Continue a run that stopped on an error or a crash (a pending approval stays pending)."""
         snap = self._existing(thread_id)
         folder = self._folder(thread_id)
-        if not snap.next:  # finished: nothing to continue
+        # finished: nothing to continue. (A step that completed just before a crash shows no
+        # `next` but still has its task, whose saved writes carry the run on.)
+        if not snap.next and not snap.tasks:
             return self._result(thread_id, folder, emit=False)
         folder.event("resumed", thread_id=thread_id)
         return self._invoke(None, thread_id, folder)
@@ -216,26 +278,97 @@ class VncUseAgent:
             os.environ.get("GOOGLE_API_KEY"),
             os.environ.get("GEMINI_API_KEY"),
             os.environ.get("VNC_PASSWORD"),
+            *self.sensitive_text.values(),
         ]
 
+    def request_stop(self) -> None:
+        """Stop the current run at the next step boundary (safe from a signal handler or
+        another thread); it returns with status ``interrupted`` and can be resumed."""
+        self._stop.set()
+        if self._control is not None:
+            self._control.request_drain("stop requested")
+
     def _invoke(self, inp: Any, thread_id: str, folder: RunFolder) -> RunResult:
+        """Run the graph; reconnect and continue when the desktop drops out for a while."""
         error: str | None = None
-        try:
-            ctx = AgentContext(
-                controller=self.controller, planner=self.planner, run=folder, settings=self.settings
-            )
-            # "sync": each step's checkpoint is on disk before the next step starts, so a
-            # process killed at any point resumes from the step it was in.
-            self.graph.invoke(inp, self._config(thread_id), context=ctx, durability="sync")
-        except VncUseError as exc:
-            error = str(exc)
-            if self._controller is not None and not self._controller.is_connected():
-                self._controller = None
-            folder.event("error", message=error, kind=type(exc).__name__)
-        return self._result(thread_id, folder, error=error)
+        interrupted = False
+        self._stop.clear()
+        deadline: float | None = None
+        while True:
+            self._control = RunControl()
+            try:
+                ctx = AgentContext(
+                    controller=self.controller,
+                    planner=self.planner,
+                    run=folder,
+                    settings=self.settings,
+                    journal=Journal(folder.path / "journal.jsonl"),
+                    secrets=self.sensitive_text,
+                    stop=self._stop,
+                )
+                # "sync": each step's checkpoint is on disk before the next step starts, so
+                # a process killed at any point resumes from the step it was in.
+                self.graph.invoke(
+                    inp,
+                    self._config(thread_id),
+                    context=ctx,
+                    durability="sync",
+                    control=self._control,
+                )
+            except GraphDrained:
+                interrupted = True
+                folder.event("interrupted", reason="stop requested")
+            except (VncConnectionError, VncTimeoutError) as exc:
+                if deadline is None:
+                    deadline = time.monotonic() + self.reconnect_window_s
+                folder.event("connection_lost", message=str(exc))
+                if self._reconnect(deadline, folder):
+                    inp = None  # continue from the last checkpoint
+                    continue
+                error = (
+                    f"{exc}; it did not come back within {self.reconnect_window_s:g} s. "
+                    f"The run is saved: continue it with 'vnc-use resume {thread_id}'"
+                )
+                folder.event("error", message=error, kind=type(exc).__name__)
+            except VncUseError as exc:
+                error = str(exc)
+                folder.event("error", message=error, kind=type(exc).__name__)
+            finally:
+                self._control = None
+            break
+        return self._result(thread_id, folder, error=error, interrupted=interrupted)
+
+    def _reconnect(self, deadline: float, folder: RunFolder) -> bool:
+        """Try to reconnect with backoff until ``deadline``; False when it stays down."""
+        if self._controller is not None:
+            self._controller.disconnect()
+            self._controller = None
+        delay = 0.25
+        while not self._stop.is_set():
+            try:
+                _ = self.controller
+            except VncAuthError:
+                return False  # a password problem will not fix itself
+            except VncError as exc:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                log.info("VNC reconnect failed (%s); retrying in %.2f s", exc, min(delay, left))
+                self._stop.wait(min(delay, left))
+                delay = min(delay * 2, 4.0)
+                continue
+            folder.event("reconnected", vnc_server=self.vnc_server)
+            return True
+        return False
 
     def _result(
-        self, thread_id: str, folder: RunFolder, error: str | None = None, *, emit: bool = True
+        self,
+        thread_id: str,
+        folder: RunFolder,
+        error: str | None = None,
+        *,
+        emit: bool = True,
+        interrupted: bool = False,
     ) -> RunResult:
         snap = self._snapshot(thread_id)
         values: CUAState = snap.values
@@ -243,6 +376,9 @@ class VncUseAgent:
         status = values.get("status", "running")
         if error is not None:
             status = "error"
+        elif interrupted and snap.next:
+            status = "interrupted"
+            error = f"stopped on request; continue with 'vnc-use resume {thread_id}'"
         elif snap.interrupts:
             status = "awaiting_approval"
             pending = dict(snap.interrupts[0].value)
@@ -268,4 +404,5 @@ class VncUseAgent:
                 error=result.error,
                 pending_call=pending,
             )
+            write_report_safely(folder)  # report.html; a failure is logged, never raised
         return result

@@ -4,24 +4,62 @@ Screenshots never live in checkpointed state: each PNG is written once to the ru
 its sha256 (see :mod:`vnc_use.logging_utils`) and state holds that hex digest. The history
 (``contents``) is kept as plain JSON-able dicts, so checkpoints need no custom serializer:
 
-- ``{"role": "user", "text": TASK, "screenshot": SHA | None}`` -- the first turn;
-- ``{"role": "model", "content": <google.genai Content as JSON>}`` -- a model turn, unchanged
+- ``{"turn": "user", "text": TASK, "screenshot": SHA | None, "screen_size": [W, H]}`` -- the
+  first turn;
+- ``{"turn": "model", "content": <google.genai Content as JSON>}`` -- a model turn, unchanged
   (it carries ``thought_signature`` bytes that Gemini 3 models need echoed back);
-- ``{"role": "user", "responses": [FunctionResponseRecord, ...]}`` -- one function response per
+- ``{"turn": "user", "responses": [FunctionResponseRecord, ...]}`` -- one function response per
   call of the previous model turn, in order.
+
+(Records written by older versions say ``"role"`` instead of ``"turn"``; both are read.)
 
 The planner turns this into ``google.genai`` ``Content`` objects when it builds a request, and
 loads only the last N screenshots from disk.
+
+The two append-only channels, ``contents`` and ``transcript``, are LangGraph ``DeltaChannel``s
+(beta in langgraph 1.2): a checkpoint stores only each step's new items, and the lists are
+rebuilt from the writes on load, so the checkpoint database grows by the size of one step per
+step. With a plain ``operator.add`` reducer the SQLite saver rewrites the whole list in every
+checkpoint (quadratic growth). A full snapshot is written every
+:data:`HISTORY_SNAPSHOT_EVERY` updates, which bounds the replay on load.
 """
 
 from __future__ import annotations
 
 import operator
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, Literal, TypedDict, TypeVar
+
+from langgraph.channels import DeltaChannel
+from typing_extensions import NotRequired
+
+_T = TypeVar("_T")
+
+HISTORY_SNAPSHOT_EVERY = 1000
+"""Updates of a history channel between two full snapshots in the checkpoint database."""
+
+
+def extend_history(current: list[_T], writes: Sequence[list[_T]]) -> list[_T]:
+    """Reducer of the append-only channels: the items of every write, in order, appended.
+
+    Deterministic and batching-invariant, as ``DeltaChannel`` requires.
+    """
+    out = list(current)
+    for items in writes:
+        out.extend(items)
+    return out
+
 
 RunStatus = Literal[
-    "running", "done", "awaiting_approval", "denied", "step_limit", "timeout", "error"
+    "running",
+    "done",
+    "awaiting_approval",
+    "denied",
+    "step_limit",
+    "timeout",
+    "interrupted",
+    "error",
 ]
 """How a run stands: ``running`` only inside the graph; every other value is final or a pause."""
 
@@ -34,6 +72,8 @@ class FunctionCallRecord(TypedDict):
     """Arguments as the model sent them (0-999 grid coordinates), ``safety_decision`` removed."""
     safety_decision: dict[str, Any] | None
     id: str | None
+    error: NotRequired[str | None]
+    """Why the call cannot run (unknown name, bad arguments), found when it was proposed."""
 
 
 class FunctionResponseRecord(TypedDict):
@@ -44,6 +84,8 @@ class FunctionResponseRecord(TypedDict):
     response: dict[str, Any]
     screenshot: str | None
     """sha256 of the PNG taken after the action (``None`` for custom functions)."""
+    screen_size: NotRequired[tuple[int, int] | None]
+    """Size of the real screen that PNG shows (the PNG may be downscaled)."""
 
 
 class TranscriptEntry(TypedDict, total=False):
@@ -58,6 +100,8 @@ class TranscriptEntry(TypedDict, total=False):
     result: str
     """``ok`` or ``error``."""
     error: str
+    note: str
+    """How a call was settled after a restart (``not repeated``, ``outcome unknown``)."""
     approved: bool
     screenshot: str
     duration_ms: float
@@ -71,11 +115,16 @@ class CUAState(TypedDict, total=False):
     """
 
     task: str
-    contents: Annotated[list[dict[str, Any]], operator.add]
+    contents: Annotated[
+        list[dict[str, Any]],
+        DeltaChannel(extend_history, snapshot_frequency=HISTORY_SNAPSHOT_EVERY),
+    ]
     pending_calls: list[FunctionCallRecord]
     responses: list[FunctionResponseRecord]
     """Function responses of the current model turn, collected until all its calls have run."""
     last_screenshot_png: str | None
+    last_screen_size: tuple[int, int] | None
+    """The real screen size of ``last_screenshot_png``: grid coordinates scale to this."""
     step: int
     done: bool
     safety: dict[str, Any] | None
@@ -86,7 +135,10 @@ class CUAState(TypedDict, total=False):
     status: RunStatus
     final_text: str
     error: str | None
-    transcript: Annotated[list[TranscriptEntry], operator.add]
+    transcript: Annotated[
+        list[TranscriptEntry],
+        DeltaChannel(extend_history, snapshot_frequency=HISTORY_SNAPSHOT_EVERY),
+    ]
     active_seconds: Annotated[float, operator.add]
     """Time spent in the graph's nodes (waiting for a human does not count against the budget)."""
     model_calls: int

@@ -49,6 +49,7 @@ from vncdotool.keys import KEYMAP
 
 from vnc_use.errors import ConfigError, VncAuthError, VncConnectionError, VncTimeoutError
 from vnc_use.png import encode_png
+from vnc_use.settle import Rect, SettlePolicy, UpdateWatcher, WatchResult
 
 __all__ = [
     "PIXELS_PER_NOTCH",
@@ -273,6 +274,21 @@ def _register_shutdown() -> None:
 class _Client(VNCDoToolClient):  # type: ignore[misc]
     """vncdotool's client plus TCP_NODELAY, resize tracking and a link to its factory."""
 
+    #: Called with each framebuffer update's rectangles, after they are painted (reactor).
+    update_hook: Callable[[list[Rect]], None] | None = None
+    #: Screen size when ``screen`` was last made complete by a full refresh; every update
+    #: since was painted into it, so it mirrors the server's framebuffer (see settled_frame).
+    synced_size: tuple[int, int] | None = None
+
+    def commitUpdate(self, rectangles: list[Rect] | None = None) -> None:
+        hook = self.update_hook
+        if hook is not None:
+            try:
+                hook([tuple(r) for r in rectangles or ()])  # type: ignore[misc]
+            except Exception:  # a broken watcher must not break the protocol
+                log.exception("framebuffer update hook failed")
+        super().commitUpdate(rectangles)
+
     def connectionMade(self) -> None:
         super().connectionMade()
         try:
@@ -284,6 +300,16 @@ class _Client(VNCDoToolClient):  # type: ignore[misc]
     def updateDesktopSize(self, width: int, height: int) -> None:
         super().updateDesktopSize(width, height)
         self.width, self.height = width, height
+
+    def vncConnectionMade(self) -> None:
+        # vncdotool makes the first rectangle it receives the whole screen, pasted at (0, 0);
+        # TigerVNC's first rectangle is often elsewhere (say 778,0 662x448), which left a black
+        # hole in every later frame. Start from a canvas of the real size instead.
+        if getattr(self, "screen", None) is None and self.width and self.height:
+            self.screen: Image.Image = Image.new(
+                "RGB", (int(self.width), int(self.height)), "black"
+            )
+        super().vncConnectionMade()
 
 
 class _Factory(VNCDoToolFactory):  # type: ignore[misc]
@@ -476,6 +502,41 @@ class VNCController:
         """The current frame as PNG bytes (lossless RGB, encoded in memory; see
         :func:`encode_png`)."""
         return encode_png(self.screenshot())
+
+    def settled_frame(self, policy: SettlePolicy) -> tuple[Image.Image, WatchResult]:
+        """Wait until the screen stops changing, then return the frame (RGB) and how it went.
+
+        Uses the framebuffer updates of this connection (see :mod:`vnc_use.settle`): an
+        incremental request stays outstanding while waiting, so only changed rectangles move
+        and a quiet screen costs nothing; the frame is the client's copy of the screen, kept
+        complete by those updates (one full refresh on the first call of a connection).
+        """
+
+        def run(client: _Client) -> Any:  # a Deferred firing with (frame, result)
+            d: Deferred[tuple[Image.Image, WatchResult]] = Deferred()
+            size = (int(client.width), int(client.height))
+
+            def done(result: WatchResult) -> None:
+                client.update_hook = None
+                client.synced_size = size
+                d.callback((client.screen.copy(), result))
+
+            watcher = UpdateWatcher(
+                _RfbChannel(client),
+                policy,
+                screen_size=size,
+                synced=client.synced_size == size and client.screen is not None,
+                done=done,
+            )
+
+            client.update_hook = watcher.on_update
+            watcher.start()
+            return d
+
+        image: Image.Image
+        result: WatchResult
+        image, result = self._call(run, "a screenshot", timeout=policy.max_wait + self._timeout)
+        return (image if image.mode == "RGB" else image.convert("RGB")), result
 
     # ------------------------------------------------------------------ pointer
 
@@ -681,8 +742,9 @@ class VNCController:
             )
         return x, y
 
-    def _call(self, fn: Callable[[_Client], T], what: str) -> T:
-        """Run ``fn(client)`` in the reactor thread and wait for its (deferred) result."""
+    def _call(self, fn: Callable[[_Client], T], what: str, timeout: float | None = None) -> T:
+        """Run ``fn(client)`` in the reactor thread and wait for its (deferred) result
+        (at most ``timeout`` seconds, default the controller's)."""
         with self._lock:
             client = self._require()
             fut: concurrent.futures.Future[T] = concurrent.futures.Future()
@@ -696,7 +758,7 @@ class VNCController:
 
             reactor.callFromThread(run)
             try:
-                return fut.result(timeout=self._timeout)
+                return fut.result(timeout=self._timeout if timeout is None else timeout)
             except concurrent.futures.TimeoutError:
                 self._dead = True
                 if self._factory is not None:
@@ -730,6 +792,22 @@ class VNCController:
 def _maybe_unmapped(keysym: int) -> bool:
     """Whether a US keymap lacks ``keysym`` (so the server may have to add it)."""
     return keysym >= 0x80 and not 0xFF00 <= keysym <= 0xFFFF
+
+
+class _RfbChannel:
+    """The framebuffer-update requests and timers :class:`UpdateWatcher` uses (reactor)."""
+
+    def __init__(self, client: _Client) -> None:
+        self._client = client
+
+    def request(self, *, incremental: bool, marker: bool = False) -> None:
+        if marker:
+            self._client.framebufferUpdateRequest(0, 0, 1, 1, incremental=False)
+        else:
+            self._client.framebufferUpdateRequest(incremental=incremental)
+
+    def call_later(self, delay: float, fn: Callable[[], None]) -> Any:
+        return reactor.callLater(delay, fn)
 
 
 def _round_trip(client: _Client) -> Any:

@@ -11,11 +11,14 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import traceback
 from collections.abc import Sequence
 
 from vnc_use import __version__
+from vnc_use.cli import desktop as desktop_commands
+from vnc_use.cli import report as report_commands
 from vnc_use.cli import run as run_commands
-from vnc_use.cli.common import EXIT_ERROR, EXIT_USAGE
+from vnc_use.cli.common import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE
 from vnc_use.errors import ConfigError, VncUseError
 
 __all__ = ["build_parser", "main"]
@@ -26,11 +29,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="vnc-use",
         description="Let Gemini Computer Use operate a VNC desktop.",
-        epilog="Exit codes: 0 done, 1 error, 2 usage, 3 awaiting approval, 4 denied, 5 budget.",
+        epilog="Exit codes: 0 done, 1 error, 2 usage, 3 awaiting approval, 4 denied, 5 budget, "
+        "130 interrupted.",
     )
     parser.add_argument("--version", action="version", version=f"vnc-use {__version__}")
+    parser.add_argument(
+        "--debug", action="store_true", help="log details and show tracebacks of internal errors"
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     run_commands.register(sub)
+    desktop_commands.register(sub)
+    report_commands.register(sub)
     return parser
 
 
@@ -38,7 +47,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``vnc-use`` and ``cua-vnc``; returns the exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.DEBUG if args.debug else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    if not args.debug:
+        logging.getLogger("twisted").setLevel(logging.WARNING)
     try:
         code: int = args.func(args)
     except ConfigError as exc:
@@ -49,5 +63,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("vnc-use: interrupted; continue later with 'vnc-use resume ID'", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
+    except Exception as exc:  # a bug of ours: one line, the run stays resumable
+        if args.debug:
+            traceback.print_exc()
+        print(
+            f"vnc-use: internal error: {type(exc).__name__}: {exc} (run again with --debug for "
+            "the traceback; a started run can be continued with 'vnc-use resume ID')",
+            file=sys.stderr,
+        )
+        return EXIT_ERROR
     return code

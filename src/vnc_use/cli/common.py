@@ -13,6 +13,7 @@ EXIT_CODES = {
     "denied": EXIT_DENIED,
     "step_limit": EXIT_BUDGET,
     "timeout": EXIT_BUDGET,
+    "interrupted": EXIT_INTERRUPTED,
 }
 
 

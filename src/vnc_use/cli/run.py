@@ -5,10 +5,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
+from vnc_use.cli import desktop as desktop_commands
+from vnc_use.cli import progress
 from vnc_use.cli.common import EXIT_CODES, EXIT_ERROR, add_runs_dir
 from vnc_use.errors import ConfigError
 from vnc_use.types import RunResult
@@ -22,21 +28,59 @@ def _common(p: argparse.ArgumentParser) -> None:
         help="VNC password (prefer the VNC_PASSWORD environment variable: argv is visible)",
     )
     p.add_argument("--quiet", action="store_true", help="print only the final result")
+    p.add_argument(
+        "--json", action="store_true", help="print every event as one JSON line (as events.jsonl)"
+    )
 
 
 def register(sub: Any) -> None:
     """Add ``run``, ``approve``, ``deny`` and ``resume`` to the sub-command parsers."""
     run = sub.add_parser("run", help="start a run for a task")
-    run.add_argument("--vnc", required=True, metavar="HOST::PORT", help="VNC server address")
+    run.add_argument(
+        "--vnc",
+        default=None,
+        metavar="HOST::PORT",
+        help="VNC server address (default: the local desktop, started when needed)",
+    )
+    run.add_argument("--view", action="store_true", help="serve a live view while it runs")
     run.add_argument("--task", required=True, help="what to do, in plain words")
     run.add_argument("--step-limit", type=int, default=40, metavar="N")
     run.add_argument("--timeout", type=float, default=300.0, metavar="S", help="seconds budget")
     run.add_argument("--exclude", nargs="+", default=[], metavar="NAME", help="actions to forbid")
     run.add_argument("--thread-id", default=None, metavar="ID")
-    run.add_argument("--model", default=None, help="Gemini model id")
+    run.add_argument(
+        "--model",
+        default=None,
+        help="Gemini model id, e.g. gemini-3.5-flash (its family decides the action set)",
+    )
+    run.add_argument(
+        "--environment",
+        choices=("browser", "desktop"),
+        default=None,
+        help="what the model is driving (default: the model family's; desktop for 3.5 Flash)",
+    )
+    run.add_argument(
+        "--model-family",
+        default=None,
+        metavar="NAME",
+        help="action set for a model id vnc-use does not know: gemini-2.5, gemini-3, gemini-3.5",
+    )
+    run.add_argument(
+        "--keep-browser-actions",
+        action="store_true",
+        help="on a desktop, keep navigate/search/go_back/... (2.5 and 3 Flash families)",
+    )
     run.add_argument("--no-hitl", action="store_true", help="never ask: deny risky actions")
     run.add_argument(
         "--no-initial-screenshot", action="store_true", help="send the task without a screenshot"
+    )
+    run.add_argument(
+        "--sensitive",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a secret the model types as {{NAME}}: the value comes from the environment "
+        "variable VNC_USE_SECRET_NAME and never appears in logs, reports or checkpoints",
     )
     _common(run)
     run.set_defaults(func=command)
@@ -55,47 +99,12 @@ def register(sub: Any) -> None:
 
 def command(args: argparse.Namespace) -> int:
     """Run one of the four commands; returns the exit code of the run's outcome."""
-    result = _drive(args)
-    _report(result)
+    desktop_commands.use_local_desktop(args)  # no --vnc: the local desktop
+    with desktop_commands.live_view_for_run(args):
+        result = _drive(args)
+    if not args.json:  # with --json the run_ended / run_paused event says it all
+        _report(result)
     return EXIT_CODES.get(result.status, EXIT_ERROR)
-
-
-class Printer:
-    """Prints events as one line each."""
-
-    def __init__(self, quiet: bool) -> None:
-        self.quiet = quiet
-
-    def __call__(self, event: dict[str, Any]) -> None:
-        if self.quiet:
-            return
-        line = self.format(event)
-        if line:
-            print(line, flush=True)
-
-    @staticmethod
-    def format(e: dict[str, Any]) -> str | None:
-        kind = e.get("event")
-        if kind == "run_started":
-            return f"run {e['thread_id']} on {e['vnc_server']}: {e['task']}"
-        if kind == "model_response":
-            calls = ", ".join(c["name"] for c in e.get("calls", [])) or "no actions"
-            text = f" - {e['text']}" if e.get("text") else ""
-            return f"  model #{e['n']} ({e['latency_ms']:.0f} ms): {calls}{text}"
-        if kind == "action":
-            args = ", ".join(f"{k}={v!r}" for k, v in e.get("args", {}).items())
-            px = e.get("pixels") or {}
-            where = f" -> px ({px['x']}, {px['y']})" if "x" in px else ""
-            status = f" ERROR {e['error']}" if e.get("error") else ""
-            return (
-                f"  step {e['step']}: {e['name']}({args}){where} "
-                f"[{e['duration_ms']:.0f} ms]{status}"
-            )
-        if kind in ("approved", "denied"):
-            return f"  {kind}: {e.get('name')}"
-        if kind == "error":
-            return f"  error: {e['message']}"
-        return None
 
 
 def _ask(pending: dict[str, Any]) -> bool:
@@ -142,12 +151,25 @@ def _make_agent(args: argparse.Namespace, saved: dict[str, Any] | None) -> Any:
     from vnc_use.agent import VncUseAgent
 
     saved = saved or {}
-    password = args.vnc_password or os.environ.get("VNC_PASSWORD") or None
+    if args.vnc_password:
+        print(
+            "vnc-use: warning: --vnc-password is visible to other users in the process list; "
+            "prefer the VNC_PASSWORD environment variable",
+            file=sys.stderr,
+        )
+    password = (
+        args.vnc_password
+        or desktop_commands.managed_password(args.vnc or saved.get("vnc_server"))
+        or os.environ.get("VNC_PASSWORD")
+        or None
+    )
+    names = getattr(args, "sensitive", None) or saved.get("sensitive_names") or []
     kwargs: dict[str, Any] = {
         "vnc_server": args.vnc or saved.get("vnc_server"),
         "vnc_password": password,
         "runs_dir": args.runs_dir,
-        "on_event": Printer(args.quiet),
+        "on_event": progress.for_args(args),
+        "sensitive_text": _sensitive_values(names),
     }
     if args.command == "run":
         kwargs.update(
@@ -159,6 +181,11 @@ def _make_agent(args: argparse.Namespace, saved: dict[str, Any] | None) -> Any:
         )
         if args.model:
             kwargs["model"] = args.model
+        kwargs.update(
+            environment=args.environment,
+            model_family=args.model_family,
+            keep_browser_actions=args.keep_browser_actions,
+        )
     else:
         for key in ("step_limit", "seconds_timeout", "hitl_mode", "include_initial_screenshot"):
             if key in saved:
@@ -167,12 +194,47 @@ def _make_agent(args: argparse.Namespace, saved: dict[str, Any] | None) -> Any:
             kwargs["excluded_actions"] = saved["excluded_actions"]
         if saved.get("model"):
             kwargs["model"] = saved["model"]
+        for key in ("environment", "model_family"):  # the run's own, so the tool stays the same
+            if saved.get(key):
+                kwargs[key] = saved[key]
     return VncUseAgent(**kwargs)
+
+
+def _sensitive_values(names: list[str]) -> dict[str, str]:
+    """The secret values named on the command line, read from ``VNC_USE_SECRET_<NAME>``."""
+    values = {}
+    for name in names:
+        var = f"VNC_USE_SECRET_{name.upper()}"
+        value = os.environ.get(var)
+        if not value:
+            raise ConfigError(f"--sensitive {name}: set the environment variable {var} first")
+        values[name] = value
+    return values
+
+
+@contextmanager
+def _stop_on_ctrl_c(agent: Any) -> Iterator[None]:
+    """First Ctrl-C: stop at the next step boundary (resumable). Second: stop at once."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        print(
+            "\nvnc-use: stopping after this step (Ctrl-C again to stop at once)",
+            file=sys.stderr,
+            flush=True,
+        )
+        agent.request_stop()
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _drive(args: argparse.Namespace) -> RunResult:
     saved = None if args.command == "run" else _run_settings(args)
-    with _make_agent(args, saved) as agent:
+    with _make_agent(args, saved) as agent, _stop_on_ctrl_c(agent):
         if args.command == "run":
             result: RunResult = agent.run(task=args.task, thread_id=args.thread_id)
         elif args.command == "approve":

@@ -168,6 +168,30 @@ class TestDesktop:
                 return number
         raise DesktopError("no free X display number between :20 and :419")
 
+    def kill_server(self) -> None:
+        """Kill Xvnc abruptly (SIGKILL), as a crash would: connections drop, X clients die.
+
+        For failure tests; :meth:`restart_server` brings it back on the same address.
+        """
+        if self._proc is None:
+            raise DesktopError("the desktop is not running")
+        self._proc.kill()
+        self._proc.wait(timeout=10)
+        self._proc = None
+
+    def restart_server(self) -> None:
+        """Start Xvnc again after :meth:`kill_server`, on the same display, port and password."""
+        xvnc = shutil.which("Xvnc")
+        if xvnc is None or self.tmpdir is None or not self.display:
+            raise DesktopError("restart_server() needs a desktop that was started and killed")
+        if self.running():
+            return
+        number = int(self.display[1:])
+        for stale in (Path(f"/tmp/.X{number}-lock"), Path(f"/tmp/.X11-unix/X{number}")):
+            stale.unlink(missing_ok=True)  # left behind by the Xvnc we killed ourselves
+        if not self._try_start(xvnc, number, self.port, self.tmpdir / "passwd"):
+            raise DesktopError(f"Xvnc did not restart on {self.server}: {self._log_tail()}")
+
     def _try_start(self, xvnc: str, number: int, port: int, passwd_file: Path) -> bool:
         argv = [
             xvnc,
@@ -181,6 +205,7 @@ class TestDesktop:
             "-interface",
             "127.0.0.1",
             "-localhost",
+            "-UseIPv6=0",  # IPv4 loopback only: -localhost alone also listens on ::1
             "-nolisten",
             "tcp",
             "-rfbauth",
