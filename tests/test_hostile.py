@@ -16,9 +16,10 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import TypeAdapter, ValidationError
 
 from vnc_use import VncUseAgent
-from vnc_use.actions import GEMINI_25_TABLE, ActionError
+from vnc_use.actions import GEMINI_25_TABLE, ActionError, Coordinate
 from vnc_use.errors import ConfigError
 from vnc_use.planners.gemini import GeminiComputerUse
 from vnc_use.testing.gemini_standin import (
@@ -49,7 +50,7 @@ _garbage = st.recursive(
     ),
     max_leaves=8,
 )
-_bad_coordinate = st.one_of(
+_any_coordinate = st.one_of(
     st.integers(max_value=-1),
     st.integers(min_value=1000),
     st.just(10**30),
@@ -58,6 +59,19 @@ _bad_coordinate = st.one_of(
     st.none(),
     st.lists(st.integers(), max_size=2),
 )
+_COORDINATE = TypeAdapter(Coordinate)
+
+
+def _accepted(value: Any) -> bool:
+    """Whether validation would take ``value`` as a coordinate (e.g. the string "7")."""
+    try:
+        _COORDINATE.validate_python(value)
+    except ValidationError:
+        return False
+    return True
+
+
+_bad_coordinate = _any_coordinate.filter(lambda v: not _accepted(v))
 _nasty_text = st.one_of(
     st.text(alphabet=st.characters(codec="utf-8"), max_size=50),
     st.text(alphabet=st.characters(max_codepoint=31), min_size=1, max_size=20),  # control chars
