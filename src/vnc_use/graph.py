@@ -285,16 +285,7 @@ def hitl_gate(state: CUAState, runtime: Runtime[AgentContext]) -> Command[str]:
     call = state["pending_calls"][0]
     index = state.get("call_index", 0)
     step = state.get("step", 0) + 1
-    sha = state.get("last_screenshot_png")
-    size = _screen_size(ctx, state)
-    request = safety.approval_request(
-        call,
-        thread_id=ctx.run.thread_id,
-        step=step,
-        pixels=_pixels_of(call, size),
-        screen_size=size,
-        screenshot=sha,
-    )
+    request = _approval_request(ctx, state, call, step)
     if not ctx.settings.hitl_mode:
         reason = (
             f"{call['name']} requires human confirmation ({request['explanation']}) and "
@@ -334,8 +325,23 @@ def hitl_gate(state: CUAState, runtime: Runtime[AgentContext]) -> Command[str]:
     )
 
 
+def _approval_request(
+    ctx: AgentContext, state: CUAState, call: FunctionCallRecord, step: int
+) -> dict[str, Any]:
+    """What a person is shown before ``call`` runs: the call, its real pixel target, why."""
+    size = _screen_size(ctx, state)
+    return safety.approval_request(
+        call,
+        thread_id=ctx.run.thread_id,
+        step=step,
+        pixels=_pixels_of(call, size),
+        screen_size=size,
+        screenshot=state.get("last_screenshot_png"),
+    )
+
+
 def _uncertain(
-    ctx: AgentContext, call: FunctionCallRecord, key: str, step: int, sha: str | None
+    ctx: AgentContext, state: CUAState, call: FunctionCallRecord, key: str, step: int
 ) -> Outcome:
     """Settle an action that was sent but not confirmed before the process stopped.
 
@@ -347,15 +353,7 @@ def _uncertain(
         "outcome is unknown and sees a fresh screenshot)."
     )
     if ctx.settings.hitl_mode:
-        size = _png_size(ctx, sha)
-        request = safety.approval_request(
-            call,
-            thread_id=ctx.run.thread_id,
-            step=step,
-            pixels=_pixels_of(call, size),
-            screen_size=size,
-            screenshot=sha,
-        )
+        request = _approval_request(ctx, state, call, step)
         request.update(kind="uncertain", explanation=explanation)
         decision = safety.parse_decision(interrupt(request))
     else:
@@ -414,7 +412,7 @@ def act(state: CUAState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     key = call_key(state.get("model_calls", 0), index)
     outcome = ctx.journal.outcome(key)
     if outcome is Outcome.UNCERTAIN:
-        outcome = _uncertain(ctx, call, key, step, sha)
+        outcome = _uncertain(ctx, state, call, key, step)
     size = _screen_size(ctx, state)
     if size is None:
         sha, size = _capture(ctx)

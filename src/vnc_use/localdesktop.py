@@ -37,7 +37,6 @@ import re
 import secrets
 import shutil
 import signal
-import socket
 import string
 import subprocess
 import time
@@ -48,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from vnc_use.errors import ConfigError, VncUseError
+from vnc_use.xserver import display_free, free_port, port_free, port_open
 
 __all__ = [
     "APT_PACKAGES",
@@ -727,7 +727,7 @@ class LocalDesktop:
         last_error = ""
         for attempt in range(8):
             number = _free_display(start=1 + attempt)
-            port = 5900 + number if _port_free(5900 + number) else _free_port()
+            port = 5900 + number if port_free(5900 + number) else free_port()
             state = DesktopState(
                 display=f":{number}",
                 port=port,
@@ -757,7 +757,7 @@ class LocalDesktop:
             while time.monotonic() < deadline:
                 if not record.is_ours(state.boot_id):
                     break
-                if Path(f"/tmp/.X11-unix/X{number}").exists() and _port_open(port):
+                if Path(f"/tmp/.X11-unix/X{number}").exists() and port_open(port):
                     return state
                 time.sleep(0.02)
             else:
@@ -876,38 +876,8 @@ def _new_password() -> str:
     return "".join(secrets.choice(_PASSWORD_ALPHABET) for _ in range(8))
 
 
-def _display_free(number: int) -> bool:
-    return not (
-        Path(f"/tmp/.X11-unix/X{number}").exists() or Path(f"/tmp/.X{number}-lock").exists()
-    )
-
-
 def _free_display(start: int) -> int:
     for number in range(start, start + 500):
-        if _display_free(number):
+        if display_free(number):
             return number
     raise LocalDesktopError(f"no free X display number between :{start} and :{start + 499}")
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def _port_open(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-            return True
-    except OSError:
-        return False

@@ -16,7 +16,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,6 +24,7 @@ from pathlib import Path
 from types import TracebackType
 
 from vnc_use.errors import ConfigError
+from vnc_use.xserver import display_free, free_port, port_open
 
 __all__ = ["DesktopError", "TestDesktop"]
 
@@ -35,19 +35,6 @@ _INSTALL_HINT = "apt-get install tigervnc-standalone-server tigervnc-tools"
 
 class DesktopError(RuntimeError):
     """The test desktop could not be started (missing program, server exited, ...)."""
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def _display_free(number: int) -> bool:
-    return not (
-        Path(f"/tmp/.X11-unix/X{number}").exists() or Path(f"/tmp/.X{number}-lock").exists()
-    )
 
 
 def _stop_process(proc: subprocess.Popen[bytes], timeout: float = 5.0) -> None:
@@ -152,7 +139,7 @@ class TestDesktop:
         last_error = ""
         for attempt in range(8):
             number = self._pick_display(attempt)
-            port = _free_port()
+            port = free_port()
             if self._try_start(xvnc, number, port, passwd_file):
                 log.info("test desktop %s on %s (%dx%d)", self.display, self.server, *self.size)
                 return self
@@ -164,7 +151,7 @@ class TestDesktop:
         base = 20 + (os.getpid() * 7 + attempt * 13) % 400
         for offset in range(400):
             number = 20 + (base - 20 + offset) % 400
-            if _display_free(number):
+            if display_free(number):
                 return number
         raise DesktopError("no free X display number between :20 and :419")
 
@@ -225,7 +212,7 @@ class TestDesktop:
                 log.debug("Xvnc :%d exited early: %s", number, self._log_tail())
                 self._proc = None
                 return False
-            if Path(f"/tmp/.X11-unix/X{number}").exists() and self._port_open(port):
+            if Path(f"/tmp/.X11-unix/X{number}").exists() and port_open(port):
                 return True
             time.sleep(0.02)
         _stop_process(self._proc)
@@ -234,14 +221,6 @@ class TestDesktop:
             f"Xvnc :{number} did not accept connections within {self.start_timeout:g} s; "
             f"see {self.log_path}"
         )
-
-    @staticmethod
-    def _port_open(port: int) -> bool:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return True
-        except OSError:
-            return False
 
     def _log_tail(self) -> str:
         try:
