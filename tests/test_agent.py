@@ -392,3 +392,19 @@ def test_end_to_end_shell_command_in_xterm(
         time.sleep(0.05)
     assert out.read_text() == "hello from vnc-use\n"
     assert not gemini.violations
+
+
+def test_any_langgraph_checkpointer_can_hold_the_runs(
+    probe: Probe, gemini: GeminiStandIn, make_agent: Any
+) -> None:
+    """A shared saver (Postgres in production; LangGraph's in-memory saver here) carries a
+    run paused on one agent to another that approves it."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    saver = InMemorySaver()
+    gemini.script(*_confirm_script(probe))
+    paused = make_agent(probe, checkpointer=saver).run(task="Accept", thread_id="shared")
+    assert paused.status == "awaiting_approval"
+    result = make_agent(probe, checkpointer=saver).approve("shared")
+    assert result.status == "done", result.error
+    assert probe.log.wait_type("press")["x"] == 360

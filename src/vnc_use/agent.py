@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.errors import GraphDrained
 from langgraph.graph.state import CompiledStateGraph
@@ -85,6 +86,7 @@ class VncUseAgent:
         planner: GeminiComputerUse | None = None,
         keep_screenshots: int = 3,
         checkpoint_db: str | Path | None = None,
+        checkpointer: BaseCheckpointSaver[Any] | None = None,
         on_event: Callable[[dict[str, Any]], None] | None = None,
         settings: AgentSettings | None = None,
         sensitive_text: Mapping[str, str] | None = None,
@@ -134,27 +136,33 @@ class VncUseAgent:
                 f"cannot write the runs folder {self.runs_dir} ({exc.strerror or exc}); "
                 "choose a writable one (--runs-dir / runs_dir=)"
             ) from None
-        self._conn = sqlite3.connect(db, check_same_thread=False)
-        self.checkpointer = SqliteSaver(self._conn)
-        try:
-            self.checkpointer.setup()
-        except sqlite3.DatabaseError as exc:
-            self._conn.close()
-            raise ConfigError(
-                f"the checkpoint database {db} is unreadable ({exc}); move it away to start "
-                "afresh, or use another runs folder"
-            ) from None
+        self._conn: sqlite3.Connection | None = None
+        if checkpointer is not None:  # e.g. a PostgresSaver shared by many machines
+            self.checkpointer: BaseCheckpointSaver[Any] = checkpointer
+        else:
+            self._conn = sqlite3.connect(db, check_same_thread=False)
+            saver = SqliteSaver(self._conn)
+            try:
+                saver.setup()
+            except sqlite3.DatabaseError as exc:
+                self._conn.close()
+                raise ConfigError(
+                    f"the checkpoint database {db} is unreadable ({exc}); move it away to start "
+                    "afresh, or use another runs folder"
+                ) from None
+            self.checkpointer = saver
         self.graph: CompiledStateGraph[CUAState, AgentContext, CUAState, CUAState] = (
             build_graph().compile(checkpointer=self.checkpointer)
         )
 
     # -- lifecycle --------------------------------------------------------------------------
     def close(self) -> None:
-        """Disconnect from the desktop and close the checkpoint database."""
+        """Disconnect from the desktop and close the checkpoint database (if it opened it)."""
         if self._controller is not None:
             self._controller.disconnect()
             self._controller = None
-        self._conn.close()
+        if self._conn is not None:
+            self._conn.close()
 
     def __enter__(self) -> VncUseAgent:
         return self

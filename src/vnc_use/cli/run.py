@@ -124,7 +124,8 @@ def _ask(pending: dict[str, Any]) -> bool:
 
 
 def _report(result: RunResult) -> None:
-    print(f"status: {result.status} (thread {result.thread_id}, {result.steps} steps)")
+    steps = f"{result.steps} step" + ("" if result.steps == 1 else "s")
+    print(f"status: {result.status} (thread {result.thread_id}, {steps})")
     if result.final_text:
         print(f"answer: {result.final_text}")
     if result.error:
