@@ -7,13 +7,10 @@ guard every HTTP path and the WebSocket, and the page must get the view-only pas
 
 from __future__ import annotations
 
-import base64
-import contextlib
 import json
 import os
 import re
 import selectors
-import shutil
 import signal
 import subprocess
 import time
@@ -22,7 +19,6 @@ import urllib.request
 from collections.abc import Iterator
 from email.message import Message
 from pathlib import Path
-from typing import Any
 
 import pytest
 from PIL import Image
@@ -34,90 +30,14 @@ from vnc_use.liveview import LiveView
 from vnc_use.localdesktop import DESKTOP_COLOR, TERMINAL_COLOR, LocalDesktop
 from vnc_use.testing.desktop import TestDesktop
 
+from chromium import Browser
+
 pytestmark = pytest.mark.desktop
 
 URL_RE = re.compile(r"live view \((view only|interactive)\): (http://127\.0\.0\.1:(\d+)/([\w-]+)/)")
-CHROMIUM_HINT = "install Debian's Chromium: apt-get install -y chromium"
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-class HeadlessChromium:
-    """Debian's Chromium, headless, driven over the DevTools protocol (one page)."""
-
-    def __init__(self, workdir: Path, size: tuple[int, int] = (1280, 860)) -> None:
-        exe = shutil.which("chromium")
-        if exe is None:
-            pytest.fail(f"chromium not found; {CHROMIUM_HINT}")
-        profile = workdir / "chromium-profile"
-        profile.mkdir(parents=True)
-        argv = [
-            exe,
-            *("--headless", "--disable-gpu", "--disable-quic", "--no-first-run"),
-            *("--disable-background-networking", "--disable-component-update", "--disable-sync"),
-            f"--user-data-dir={profile}",
-            "--remote-debugging-port=0",
-            f"--window-size={size[0]},{size[1]}",
-            "about:blank",
-        ]
-        if os.geteuid() == 0:
-            argv.insert(1, "--no-sandbox")
-        self._stack = contextlib.ExitStack()
-        self.log_path = workdir / "chromium.log"
-        with open(self.log_path, "wb") as log:
-            self.proc = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
-            )
-        try:
-            port_file = profile / "DevToolsActivePort"
-            deadline = time.monotonic() + 30
-            while not port_file.exists() or len(port_file.read_text().split()) < 2:
-                assert self.proc.poll() is None, f"chromium exited; see {self.log_path}"
-                assert time.monotonic() < deadline, f"chromium never listened; see {self.log_path}"
-                time.sleep(0.05)
-            port = int(port_file.read_text().split()[0])
-            listing = f"http://127.0.0.1:{port}/json/list"
-            with urllib.request.urlopen(listing, timeout=10) as resp:
-                page = next(t for t in json.load(resp) if t["type"] == "page")
-            self.ws = self._stack.enter_context(
-                ws_connect(page["webSocketDebuggerUrl"], max_size=None, open_timeout=10)
-            )
-        except BaseException:
-            self.close()
-            raise
-        self._id = 0
-
-    def call(self, method: str, **params: Any) -> dict[str, Any]:
-        """Send one DevTools command and return its result (events are skipped)."""
-        self._id += 1
-        self.ws.send(json.dumps({"id": self._id, "method": method, "params": params}))
-        while True:
-            message = json.loads(self.ws.recv(timeout=30))
-            if message.get("id") == self._id:
-                assert "error" not in message, message
-                result: dict[str, Any] = message["result"]
-                return result
-
-    def evaluate(self, expression: str) -> Any:
-        """The value of a JavaScript expression in the page."""
-        result = self.call("Runtime.evaluate", expression=expression, returnByValue=True)
-        return result["result"].get("value")
-
-    def screenshot(self) -> bytes:
-        """A PNG of the page."""
-        return base64.b64decode(self.call("Page.captureScreenshot", format="png")["data"])
-
-    def close(self) -> None:
-        """Stop Chromium (by its PID)."""
-        self._stack.close()
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
 
 
 def read_until(proc: subprocess.Popen[bytes], pattern: re.Pattern[str], timeout: float) -> str:
@@ -203,19 +123,27 @@ def test_view_shows_the_desktop_in_a_browser(state_dir: Path, tmp_path: Path) ->
         creds = LocalDesktop(state_dir).credentials()
         assert creds.password not in printed and creds.view_password not in printed
 
-        browser = HeadlessChromium(tmp_path)
+        browser = Browser(tmp_path / "chromium-profile")
         try:
-            browser.call("Page.navigate", url=url)
+            page = browser.new_page()
+            page.send(
+                "Emulation.setDeviceMetricsOverride",
+                width=1280,
+                height=860,
+                deviceScaleFactor=1,
+                mobile=False,
+            )
+            page.send("Page.navigate", url=url)
             deadline = time.monotonic() + 30
-            while browser.evaluate("document.body && document.body.dataset.state") != "connected":
-                state = browser.evaluate("document.body && document.body.innerText")
+            while page.evaluate("document.body && document.body.dataset.state") != "connected":
+                state = page.evaluate("document.body && document.body.innerText")
                 assert time.monotonic() < deadline, f"the page never connected: {state}"
                 time.sleep(0.05)
-            assert "view only" in browser.evaluate("document.body.innerText")
-            assert browser.evaluate("window.vncUseRfb.viewOnly") is True
+            assert "view only" in page.evaluate("document.body.innerText")
+            assert page.evaluate("window.vncUseRfb.viewOnly") is True
             shot = tmp_path / "live-view.png"
             while True:  # frames arrive after the connect event
-                shot.write_bytes(browser.screenshot())
+                shot.write_bytes(page.capture())
                 image = Image.open(shot)
                 desktop, terminal = (color_share(image, c) for c in (DESKTOP_COLOR, TERMINAL_COLOR))
                 if desktop > 0.005 and terminal > 0.1:
