@@ -25,6 +25,7 @@ from vnc_use.actions import (
     denorm_x,
     denorm_y,
 )
+from vnc_use.testing.gemini_standin import ENVIRONMENT_FUNCTIONS
 
 GOOD_ARGS: dict[str, dict[str, Any]] = {
     "open_web_browser": {},
@@ -210,29 +211,9 @@ def test_denorm_lands_on_screen_and_is_monotonic(a: int, b: int, size: int) -> N
 
 # ------------------------------------------------------------------ Gemini 3.5 Flash
 
-#: Google's "Gemini 3.5 Flash" supported-actions table (browser environment), in its order.
-DOCUMENTED_35 = (
-    "click",
-    "double_click",
-    "triple_click",
-    "middle_click",
-    "right_click",
-    "mouse_down",
-    "mouse_up",
-    "move",
-    "type",
-    "drag_and_drop",
-    "wait",
-    "press_key",
-    "key_down",
-    "key_up",
-    "hotkey",
-    "take_screenshot",
-    "scroll",
-    "go_back",
-    "navigate",
-    "go_forward",
-)
+#: Google's "Gemini 3.5 Flash" supported-actions table (browser environment), in its order,
+#: as the stand-in holds it (literals, independent of vnc_use.actions).
+DOCUMENTED_35 = ENVIRONMENT_FUNCTIONS["3.5"]["ENVIRONMENT_BROWSER"]
 
 GOOD_ARGS_35: dict[str, dict[str, Any]] = {
     **{
