@@ -27,27 +27,8 @@ from vnc_use.testing.gemini_standin import (
     require_confirmation,
 )
 
+from cli_tools import CLI, run_cli
 from desktop_fixtures import Probe
-
-CLI = [sys.executable, "-m", "vnc_use.cli"]
-
-
-def run_cli(
-    args: list[str], desktop: TestDesktop | None = None, timeout: float = 60, **kwargs: Any
-) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    if desktop is not None:
-        env["VNC_PASSWORD"] = desktop.password
-    env.update(kwargs.pop("env", {}))
-    return subprocess.run(
-        CLI + args,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=kwargs.pop("stdin", subprocess.DEVNULL),
-        **kwargs,
-    )
 
 
 def confirm_reply() -> Reply:
@@ -104,6 +85,8 @@ def test_approval_from_the_shell(probe: Probe, gemini: GeminiStandIn, tmp_path: 
     proc = run_cli(["approve", "t1", *base], probe.desktop)  # the address comes from the run
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "status: done" in proc.stdout
+    # this process never saw the model answer, yet its step line shows how long it took
+    assert re.search(r"step 1: click_at\(.*\[\d+ ms; model \d+ ms\]", proc.stdout), proc.stdout
     assert probe.log.wait_type("press")["x"] == 864
     (response,) = gemini.requests[1].function_responses()
     assert response["response"]["safety_acknowledgement"] == "true"

@@ -26,7 +26,7 @@ from langgraph.runtime import RunControl
 from langgraph.types import Command
 
 from vnc_use import safety
-from vnc_use.backends.vnc import VNCController
+from vnc_use.backends.vnc import VNCController, parse_server
 from vnc_use.errors import (
     ConfigError,
     VncAuthError,
@@ -333,9 +333,11 @@ class VncUseAgent:
                 if self._reconnect(deadline, folder):
                     inp = None  # continue from the last checkpoint
                     continue
+                host, port = parse_server(self.vnc_server)
                 error = (
-                    f"{exc}; it did not come back within {self.reconnect_window_s:g} s. "
-                    f"The run is saved: continue it with 'vnc-use resume {thread_id}'"
+                    f"{exc}; the VNC server at {host} port {port} did not come back within "
+                    f"{self.reconnect_window_s:g} s. The run is saved: continue it with "
+                    f"'vnc-use resume {thread_id}'"
                 )
                 folder.event("error", message=error, kind=type(exc).__name__)
             except VncUseError as exc:

@@ -142,6 +142,9 @@ class CUAState(TypedDict, total=False):
     active_seconds: Annotated[float, operator.add]
     """Time spent in the graph's nodes (waiting for a human does not count against the budget)."""
     model_calls: int
+    model_ms: float
+    """How long the model took to answer the turn whose calls are being run (shown with each
+    step, also by a process that resumed or approved the run)."""
 
 
 @dataclass

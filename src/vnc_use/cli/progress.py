@@ -75,8 +75,8 @@ class LineFormatter:
                 (str(e.get("name", "")), "bold"),
                 (f" - {why}" if why else "", ""),
             ]
-        if kind == "error":
-            return [("  error: ", "bold red"), (str(e.get("message", "")), "red")]
+        if kind == "error":  # the run's error: the CLI prints it once, on stderr, at the end
+            return None
         if kind == "screen_not_settled" or (kind == "screenshot" and e.get("settled") is False):
             return [(f"  the screen was still changing after {_ms(e.get('waited_ms'))}", "dim")]
         detail = e.get("message") or e.get("reason") or e.get("decision") or ""
@@ -120,7 +120,8 @@ class LineFormatter:
         why = intent(args)
         if why:
             line.append((f' - "{_one_line(why, 80)}"', "magenta"))
-        line.append((f"  [{_ms(e.get('duration_ms'))}; model {_ms(self.model_ms)}]", "dim"))
+        model_ms = e.get("model_ms", self.model_ms)  # older runs' events lack it
+        line.append((f"  [{_ms(e.get('duration_ms'))}; model {_ms(model_ms)}]", "dim"))
         if e.get("approved"):
             line.append((" (approved)", "green"))
         if e.get("note"):

@@ -27,6 +27,14 @@ def _common(p: argparse.ArgumentParser) -> None:
         default=None,
         help="VNC password (prefer the VNC_PASSWORD environment variable: argv is visible)",
     )
+    p.add_argument(
+        "--reconnect-window",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="how long to wait for a lost VNC server to come back before the run ends as an "
+        "error (resumable); default 30",
+    )
     p.add_argument("--quiet", action="store_true", help="print only the final result")
     p.add_argument(
         "--json", action="store_true", help="print every event as one JSON line (as events.jsonl)"
@@ -104,6 +112,8 @@ def command(args: argparse.Namespace) -> int:
         result = _drive(args)
     if not args.json:  # with --json the run_ended / run_paused event says it all
         _report(result)
+    if result.status == "error" and result.error:  # once, on stderr, whatever the output mode
+        print(f"vnc-use: {result.error}", file=sys.stderr)
     return EXIT_CODES.get(result.status, EXIT_ERROR)
 
 
@@ -128,8 +138,8 @@ def _report(result: RunResult) -> None:
     print(f"status: {result.status} (thread {result.thread_id}, {steps})")
     if result.final_text:
         print(f"answer: {result.final_text}")
-    if result.error:
-        print(f"error: {result.error}")
+    if result.error and result.status != "error":  # why it stopped: denied, interrupted
+        print(f"reason: {result.error}")
     if result.pending_call:
         p = result.pending_call
         print(f"waiting for approval of {p['name']}({json.dumps(p['args'])}): {p['explanation']}")
@@ -171,6 +181,7 @@ def _make_agent(args: argparse.Namespace, saved: dict[str, Any] | None) -> Any:
         "runs_dir": args.runs_dir,
         "on_event": progress.for_args(args),
         "sensitive_text": _sensitive_values(names),
+        "reconnect_window_s": args.reconnect_window,
     }
     if args.command == "run":
         kwargs.update(
