@@ -255,6 +255,7 @@ def propose(state: CUAState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         usage=proposal.usage,
     )
     update["model_calls"] = n
+    update["model_ms"] = latency_ms
     if proposal.model_content is not None and proposal.model_content.parts:
         update["contents"] = [
             *update.get("contents", []),
@@ -442,18 +443,21 @@ def act(state: CUAState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         if isinstance(action, ActionError):
             error = action.message
         elif action is not None and outcome is Outcome.NEW:
-            actx = ActionContext(
-                hands=ctx.controller,
-                width=size[0],
-                height=size[1],
-                search_url=ctx.settings.search_url,
-                wait_seconds=ctx.settings.wait_seconds,
-                stop=ctx.stop,
-            )
             if not ctx.controller.is_connected():  # known lost: nothing is sent, nothing unsure
                 raise VncConnectionError(
                     f"the connection to the VNC server was lost before {call['name']} was sent"
                 )
+            # The grid spans the screen as it is now: a screen resized since the last
+            # screenshot (a user, a VM window) is mapped at its new size, never off target.
+            width, height = ctx.controller.round_trip()
+            actx = ActionContext(
+                hands=ctx.controller,
+                width=width,
+                height=height,
+                search_url=ctx.settings.search_url,
+                wait_seconds=ctx.settings.wait_seconds,
+                stop=ctx.stop,
+            )
             ctx.journal.dispatched(key, call["name"], step)
             try:
                 pixels = execute(_reveal(action, ctx.secrets), actx)
@@ -520,6 +524,7 @@ def act(state: CUAState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         note=note,
         approved=approved,
         screenshot=new_sha,
+        model_ms=state.get("model_ms"),
     )
     responses = [*state.get("responses", []), record]
     update: dict[str, Any] = {

@@ -297,6 +297,22 @@ class _Client(VNCDoToolClient):  # type: ignore[misc]
             log.debug("could not set TCP_NODELAY", exc_info=True)
         self.factory.client = self
 
+    #: Whether this connection has sent a pointer position yet (see :meth:`move_pointer`).
+    pointer_sent = False
+
+    def move_pointer(self, x: int, y: int) -> None:
+        """Send the pointer to ``(x, y)``.
+
+        x11vnc ignores a connection's first pointer event when it names the position x11vnc
+        last recorded (0, 0 at start), although the real pointer is elsewhere (measured: a
+        first click at (0, 0) arrived at the screen's centre). The first position of a
+        connection is therefore preceded by a neighbouring one, so the server always sees a move.
+        """
+        if not self.pointer_sent:
+            self.pointer_sent = True
+            self.mouseMove(x + 1 if x + 1 < int(self.width) else max(x - 1, 0), y)
+        self.mouseMove(x, y)
+
     def updateDesktopSize(self, width: int, height: int) -> None:
         super().updateDesktopSize(width, height)
         self.width, self.height = width, height
@@ -487,6 +503,16 @@ class VNCController:
         client = self._require()
         return int(client.width), int(client.height)
 
+    def round_trip(self) -> tuple[int, int]:
+        """Wait for one server round trip, then return the screen size.
+
+        When it returns, the server has processed every input event sent before, and a change
+        of the desktop size made since the last frame has arrived (servers announce it only in
+        a framebuffer update, so :meth:`screen_size` alone can be out of date).
+        """
+        self._call(_round_trip, "a round trip")
+        return self.screen_size()
+
     def screenshot(self) -> Image.Image:
         """The current frame (a full, non-incremental refresh) as an RGB image."""
 
@@ -543,7 +569,7 @@ class VNCController:
     def move(self, x: int, y: int) -> None:
         """Move the pointer to ``(x, y)``."""
         x, y = self._point(x, y)
-        self._call(lambda c: c.mouseMove(x, y), "a pointer move")
+        self._call(lambda c: c.move_pointer(x, y), "a pointer move")
 
     def click(self, x: int, y: int, button: int = 1) -> None:
         """Move to ``(x, y)`` and press and release ``button`` (1 left, 2 middle, 3 right)."""
@@ -563,7 +589,7 @@ class VNCController:
         button = _button(button)
 
         def run(c: _Client) -> None:
-            c.mouseMove(x, y)
+            c.move_pointer(x, y)
             c.mouseDown(button)
 
         self._call(run, "a button press")
@@ -574,7 +600,7 @@ class VNCController:
         button = _button(button)
 
         def run(c: _Client) -> None:
-            c.mouseMove(x, y)
+            c.move_pointer(x, y)
             c.mouseUp(button)
 
         self._call(run, "a button release")
@@ -586,10 +612,10 @@ class VNCController:
         steps = max(1, int(steps))
 
         def run(c: _Client) -> None:
-            c.mouseMove(x0, y0)
+            c.move_pointer(x0, y0)
             c.mouseDown(1)
             for i in range(1, steps + 1):
-                c.mouseMove(x0 + (x1 - x0) * i // steps, y0 + (y1 - y0) * i // steps)
+                c.move_pointer(x0 + (x1 - x0) * i // steps, y0 + (y1 - y0) * i // steps)
             c.mouseUp(1)
 
         self._call(run, "a drag")
@@ -606,7 +632,7 @@ class VNCController:
         notches = _repeats(magnitude, PIXELS_PER_NOTCH)
 
         def run(c: _Client) -> None:
-            c.mouseMove(x, y)
+            c.move_pointer(x, y)
             for _ in range(notches):
                 c.mouseDown(button)
                 c.mouseUp(button)
@@ -629,7 +655,7 @@ class VNCController:
         button = _button(button)
 
         def run(c: _Client) -> None:
-            c.mouseMove(x, y)
+            c.move_pointer(x, y)
             for _ in range(count):
                 c.mouseDown(button)
                 c.mouseUp(button)

@@ -66,10 +66,14 @@ class TestDesktop:
         password: str | None = None,
         *,
         start_timeout: float = 15.0,
+        depth: int = 24,
     ) -> None:
         if width < 16 or height < 16:
             raise ConfigError(f"desktop size {width}x{height} is too small; use at least 16x16")
+        if depth not in (16, 24):
+            raise ConfigError(f"desktop depth {depth} is not supported; use 16 or 24")
         self.size = (int(width), int(height))
+        self.depth = depth
         # VNC passwords are cut to 8 characters; make the visible one match what counts.
         self.password = (password if password is not None else secrets.token_hex(4))[:8]
         if not self.password:
@@ -186,7 +190,7 @@ class TestDesktop:
             "-geometry",
             f"{self.size[0]}x{self.size[1]}",
             "-depth",
-            "24",
+            str(self.depth),
             "-rfbport",
             str(port),
             "-interface",
@@ -254,10 +258,13 @@ class TestDesktop:
         for proc in reversed(self._clients):
             _stop_process(proc)
         self._clients.clear()
+        self._stop_server()
+        self._cleanup_dir()
+
+    def _stop_server(self) -> None:
         if self._proc is not None:
             _stop_process(self._proc)
             self._proc = None
-        self._cleanup_dir()
 
     def _cleanup_dir(self) -> None:
         if self.tmpdir is not None:
