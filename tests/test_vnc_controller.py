@@ -529,7 +529,7 @@ def test_wrong_password_raises_auth_error(spare_desktop: TestDesktop) -> None:
     with pytest.raises(VncAuthError) as info:
         VNCController().connect(spare_desktop.server, "wrong-pw")
     assert f"127.0.0.1 port {spare_desktop.port}" in str(info.value)
-    with pytest.raises(VncAuthError, match="VNC_PASSWORD.*--vnc-password"):
+    with pytest.raises(VncAuthError, match=r"VNC_PASSWORD.*--vnc-password"):
         VNCController().connect(spare_desktop.server, None)
     # the right password still works afterwards
     with VNCController().connect(spare_desktop.server, spare_desktop.password) as vnc:
