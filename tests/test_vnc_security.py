@@ -18,6 +18,7 @@ import os
 import pty
 import secrets
 import socket
+import ssl
 import struct
 import subprocess
 import sys
@@ -34,7 +35,7 @@ from cryptography.x509.oid import NameOID
 
 from vnc_use.backends.rfb_security import MODP_4096, Security, apple_dh_decrypt
 from vnc_use.backends.vnc import VNCController
-from vnc_use.errors import VncAuthError, VncConnectionError, VncTimeoutError
+from vnc_use.errors import ConfigError, VncAuthError, VncConnectionError, VncTimeoutError
 from vnc_use.testing.desktop import TestDesktop
 from vnc_use.testing.gemini_standin import GeminiStandIn, Reply
 
@@ -97,34 +98,31 @@ def tls_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("tls")
     ca_key, ca_cert = _ca("vnc-use test CA")
     _, other_cert = _ca("some other CA")
-    key = ec.generate_private_key(ec.SECP256R1())
-    now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(_name("127.0.0.1"))
-        .issuer_name(ca_cert.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(hours=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName(
-                [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]
-            ),
-            critical=False,
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
-    files = {
-        "ca": folder / "ca.pem",
-        "other_ca": folder / "other-ca.pem",
-        "cert": folder / "server.pem",
-        "key": folder / "server-key.pem",
-    }
+    files = {"ca": folder / "ca.pem", "other_ca": folder / "other-ca.pem"}
     files["ca"].write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
     files["other_ca"].write_bytes(other_cert.public_bytes(serialization.Encoding.PEM))
-    files["cert"].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    _write_key(files["key"], key)
+    names: dict[str, list[x509.GeneralName]] = {
+        "": [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")],
+        "wrong_name_": [x509.DNSName("vnc.example")],  # signed by the CA, other name
+    }
+    for prefix, alt_names in names.items():
+        key = ec.generate_private_key(ec.SECP256R1())
+        now = datetime.datetime.now(datetime.timezone.utc)
+        cert = (
+            x509.CertificateBuilder()
+            .subject_name(_name(str(alt_names[0].value)))
+            .issuer_name(ca_cert.subject)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(hours=1))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName(alt_names), critical=False)
+            .sign(ca_key, hashes.SHA256())
+        )
+        files[f"{prefix}cert"] = folder / f"{prefix}server.pem"
+        files[f"{prefix}key"] = folder / f"{prefix}server-key.pem"
+        files[f"{prefix}cert"].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+        _write_key(files[f"{prefix}key"], key)
     return files
 
 
@@ -186,6 +184,24 @@ def test_untrusted_certificate_is_one_line_about_vnc_ca(
     assert "certificate" in text and "--vnc-ca" in text
     assert f"127.0.0.1 port {desk.port}" in text
     assert not any(bad in text for bad in BAD_OUTPUT)
+
+
+@pytest.mark.desktop
+def test_certificate_for_another_name_is_one_line(tls_files: dict[str, Path]) -> None:
+    other = {"cert": tls_files["wrong_name_cert"], "key": tls_files["wrong_name_key"]}
+    with xvnc("X509Vnc", other) as desk, pytest.raises(VncConnectionError) as info:
+        VNCController().connect(desk.server, desk.password, ca_file=str(tls_files["ca"]))
+    text = str(info.value)
+    assert "certificate" in text and "127.0.0.1" in text and "--vnc-ca" in text
+    assert "\n" not in text and not any(bad in text for bad in BAD_OUTPUT)
+
+
+@pytest.mark.parametrize("which", ["key", "missing"])
+def test_bad_vnc_ca_file_is_a_config_error(which: str, tls_files: dict[str, Path]) -> None:
+    path = str(tls_files["key"]) if which == "key" else str(tls_files["ca"]) + ".missing"
+    with pytest.raises(ConfigError, match="--vnc-ca") as info:
+        VNCController().connect("127.0.0.1::1", "pw", ca_file=path)
+    assert path in str(info.value) and "[(" not in str(info.value)
 
 
 @pytest.mark.desktop
@@ -409,6 +425,186 @@ def test_mac_without_user_name_never_prompts_and_exits(
     assert not any(bad in out for bad in BAD_OUTPUT), out
     assert "secret-pass-77" not in out
     assert front.choices == []
+
+
+# --------------------------------------------------------------------------- VeNCrypt Plain
+
+
+class VencryptFront:
+    """Greets as a VeNCrypt server (wayvnc with ``enable_auth`` offers 19 with 262 only).
+
+    TLS with the test certificate for X509 subtypes, anonymous (AECDH) for TLS ones, none for
+    256; checks the Plain login, then relays to an Xvnc that offers None. A VncAuth (2) choice
+    is accepted without checking (to see which type the client fell back to).
+    """
+
+    def __init__(
+        self,
+        upstream: TestDesktop,
+        types: tuple[int, ...],
+        subtypes: tuple[int, ...],
+        tls: dict[str, Path],
+        user: str = "anna",
+        password: str = "wayvnc-pass-123",
+    ) -> None:
+        self.upstream, self.types, self.subtypes = upstream, types, subtypes
+        self.tls, self.user, self.password = tls, user, password
+        self.choices: list[int] = []
+        self.logins: list[str] = []
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(8)
+        self.port: int = self.listener.getsockname()[1]
+        self._socks: list[socket.socket] = [self.listener]
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread.start()
+
+    server = MacFront.server
+    _accept = MacFront._accept
+    _relay = MacFront._relay
+    close = MacFront.close
+
+    def _tls(self, conn: socket.socket, subtype: int) -> socket.socket:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        if subtype >= 260:
+            ctx.load_cert_chain(self.tls["cert"], self.tls["key"])
+        else:
+            ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+            ctx.set_ciphers("aNULL:@SECLEVEL=0")
+        conn.sendall(b"\x01")
+        tls = ctx.wrap_socket(conn, server_side=True)
+        self._socks.append(tls)
+        return tls
+
+    def _serve(self, conn: socket.socket) -> None:
+        with contextlib.suppress(OSError, ConnectionError):
+            conn.sendall(b"RFB 003.008\n")
+            _recv_exact(conn, 12)
+            conn.sendall(bytes([len(self.types), *self.types]))
+            choice = _recv_exact(conn, 1)[0]
+            self.choices.append(choice)
+            if choice == 2:
+                conn.sendall(secrets.token_bytes(16))
+                _recv_exact(conn, 16)
+            else:
+                conn.sendall(b"\x00\x02")
+                _recv_exact(conn, 2)
+                conn.sendall(b"\x00" + bytes([len(self.subtypes)]))
+                conn.sendall(b"".join(struct.pack("!I", s) for s in self.subtypes))
+                (subtype,) = struct.unpack("!I", _recv_exact(conn, 4))
+                self.choices.append(subtype)
+                if subtype != 256:
+                    conn = self._tls(conn, subtype)
+                user_len, pass_len = struct.unpack("!II", _recv_exact(conn, 8))
+                user = _recv_exact(conn, user_len).decode()
+                password = _recv_exact(conn, pass_len).decode()
+                self.logins.append(user)
+                if (user, password) != (self.user, self.password):
+                    reason = b"Authentication failed"
+                    conn.sendall(struct.pack("!II", 1, len(reason)) + reason)
+                    return
+            up = socket.create_connection(("127.0.0.1", self.upstream.port))
+            self._socks.append(up)
+            _recv_exact(up, 12)
+            up.sendall(b"RFB 003.008\n")
+            _recv_exact(up, _recv_exact(up, 1)[0])
+            up.sendall(b"\x01")
+            _recv_exact(up, 4)
+            conn.sendall(b"\0\0\0\0")
+            self._relay(conn, up)
+
+
+@pytest.fixture(scope="module")
+def open_desktop() -> Iterator[TestDesktop]:
+    """An Xvnc without a password, behind the VeNCrypt front."""
+    with xvnc("None") as desk:
+        yield desk
+
+
+@pytest.mark.desktop
+@pytest.mark.parametrize(
+    ("subtypes", "use_ca", "expected"),
+    [
+        ((262,), True, Security(262, "VeNCrypt X509Plain", True)),  # wayvnc with enable_auth
+        ((259,), False, Security(259, "VeNCrypt TLSPlain", True)),
+        ((256,), False, Security(256, "VeNCrypt Plain", False)),  # loopback only
+        ((256, 259), False, Security(259, "VeNCrypt TLSPlain", True)),
+    ],
+)
+def test_vencrypt_plain_logins(
+    subtypes: tuple[int, ...],
+    use_ca: bool,
+    expected: Security,
+    open_desktop: TestDesktop,
+    tls_files: dict[str, Path],
+) -> None:
+    front = VencryptFront(open_desktop, (19,), subtypes, tls_files)
+    try:
+        ca = str(tls_files["ca"]) if use_ca else None
+        with VNCController().connect(
+            front.server, "wayvnc-pass-123", username="anna", ca_file=ca
+        ) as vnc:
+            assert vnc.security == expected
+            assert vnc.screenshot().size == (320, 240)
+        assert front.logins == ["anna"]
+    finally:
+        front.close()
+
+
+@pytest.mark.desktop
+def test_wayvnc_without_user_name_names_user_and_ca(
+    open_desktop: TestDesktop, tls_files: dict[str, Path]
+) -> None:
+    front = VencryptFront(open_desktop, (19,), (262,), tls_files)
+    try:
+        with pytest.raises(VncAuthError) as info:
+            VNCController().connect(front.server, "wayvnc-pass-123")
+    finally:
+        front.close()
+    text = str(info.value)
+    assert "19 VeNCrypt with subtypes 262 X509Plain" in text
+    assert "--vnc-user" in text and "VNC_USERNAME" in text and "--vnc-ca" in text
+    assert front.logins == []
+
+
+@pytest.mark.desktop
+def test_wayvnc_without_ca_fails_on_the_certificate(
+    open_desktop: TestDesktop, tls_files: dict[str, Path]
+) -> None:
+    front = VencryptFront(open_desktop, (19,), (262,), tls_files)
+    try:
+        with pytest.raises(VncConnectionError, match=r"certificate.*--vnc-ca"):
+            VNCController().connect(front.server, "wayvnc-pass-123", username="anna")
+    finally:
+        front.close()
+    assert front.logins == []  # the password never went to an unverified server
+
+
+@pytest.mark.desktop
+def test_plain_login_rejected_names_the_user(
+    open_desktop: TestDesktop, tls_files: dict[str, Path]
+) -> None:
+    front = VencryptFront(open_desktop, (19,), (259,), tls_files)
+    try:
+        with pytest.raises(VncAuthError) as info:
+            VNCController().connect(front.server, "not-the-password", username="anna")
+    finally:
+        front.close()
+    text = str(info.value)
+    assert 'user "anna"' in text and "not-the-password" not in text
+
+
+@pytest.mark.desktop
+def test_unusable_vencrypt_falls_back_to_another_offered_type(
+    open_desktop: TestDesktop, tls_files: dict[str, Path]
+) -> None:
+    front = VencryptFront(open_desktop, (19, 2), (262,), tls_files)
+    try:
+        with VNCController().connect(front.server, "pw") as vnc:  # no user name for 262
+            assert vnc.security == Security(2, "VncAuth", False)
+        assert front.choices == [19, 2]  # the first connection learnt the subtypes
+    finally:
+        front.close()
 
 
 # --------------------------------------------------------------------------- timeouts
