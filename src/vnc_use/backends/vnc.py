@@ -15,6 +15,12 @@ How it uses vncdotool (see ``reference/vncdotool-notes.md`` for the measured tra
 * Every wait has a deadline. After a timeout the connection is aborted and marked dead.
 * ``api.shutdown()`` is registered once with :mod:`atexit` (the reactor cannot restart).
 * ``TCP_NODELAY`` is set on the socket (vncdotool's own check never fires).
+* The security handshake is vnc-use's own (``_Client``): the type is chosen by
+  :mod:`vnc_use.backends.rfb_security` among those whose credentials were given (VeNCrypt TLS
+  first), VeNCrypt 0.2 and Apple's type 30 are spoken here, nothing ever reads a terminal,
+  and every failure ends the connect at once with one line naming host and TCP port.
+* The connect is bounded by ``connect_timeout``; its message says how far it got (no TCP
+  connection, no VNC greeting, or a greeting but no completed handshake).
 """
 
 from __future__ import annotations
