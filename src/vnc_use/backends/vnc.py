@@ -918,6 +918,7 @@ class VNCController:
         self._connect_timeout = float(connect_timeout)
         self._lock = threading.RLock()
         self._server = ""
+        self._target = ""  # "host port N", for messages
         self._factory: _Factory | None = None
         self._client: _Client | None = None
         self._dead = False
@@ -950,6 +951,7 @@ class VNCController:
             if self._client is not None:
                 self.disconnect()
             self._server = server
+            self._target = _target(host, port)
             self._security = None
             hint = _display_hint(server, port)
             try:
@@ -1314,7 +1316,7 @@ class VNCController:
             raise VncConnectionError("not connected to a VNC server; call connect() first")
         if not self.is_connected():
             raise VncConnectionError(
-                f"the connection to VNC server {self._server} was lost; reconnect"
+                f"the connection to VNC server {self._target} was lost; reconnect"
             )
         return client
 
@@ -1349,7 +1351,7 @@ class VNCController:
                 if self._factory is not None:
                     self._abort(self._factory)
                 raise VncTimeoutError(
-                    f"VNC server {self._server} did not answer {what} within {self._timeout:g} s;"
+                    f"VNC server {self._target} did not answer {what} within {self._timeout:g} s;"
                     " the connection is closed, reconnect"
                 ) from None
             finally:
@@ -1361,7 +1363,7 @@ class VNCController:
         if fut is not None:
             _settle(
                 fut,
-                exc=VncConnectionError(f"the connection to VNC server {self._server} was lost"),
+                exc=VncConnectionError(f"the connection to VNC server {self._target} was lost"),
             )
 
     @staticmethod
