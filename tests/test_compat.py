@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -44,11 +45,20 @@ def _grid(point: tuple[int, int], size: tuple[int, int]) -> tuple[int, int]:
 def _check_hands(probe: Probe, vnc: VNCController) -> None:
     """Screenshot size, clicks at the corners and the centre, exact typing."""
     width, height = probe.size
-    shot = vnc.screenshot()
-    assert shot.size == (width, height)
-    # the probe's plain background, whatever the depth (16 bpp keeps 5-6 bits a channel)
     x, y = probe.canvas_point()
-    assert all(abs(c - 0xF4) <= 8 for c in shot.getpixel((x, y))), shot.getpixel((x, y))
+
+    def background(shot: Image.Image) -> bool:
+        # the probe's plain background, whatever the depth (16 bpp keeps 5-6 bits a channel)
+        return all(abs(c - 0xF4) <= 8 for c in shot.getpixel((x, y)))
+
+    # x11vnc refreshes its copy of the screen only while a client is connected: the first
+    # frame of a connection may still be the old (black) one, so wait for the real one.
+    deadline = time.monotonic() + 5
+    shot = vnc.screenshot()
+    while not background(shot) and time.monotonic() < deadline:
+        shot = vnc.screenshot()
+    assert shot.size == (width, height)
+    assert background(shot), shot.getpixel((x, y))
     for point in ((0, 0), (width - 1, height - 1), (width // 2 + 1, height // 2 + 1)):
         probe.log.clear()
         vnc.click(*point)
