@@ -74,7 +74,9 @@ def test_plain_lines_in_a_pipe(probe: Probe, gemini: GeminiStandIn, tmp_path: Pa
     out = proc.stdout
     assert not ANSI.search(out), "no terminal codes in a pipe"
     lines = out.splitlines()
-    assert lines[0] == f"run progress on {probe.desktop.server}: Click and drag"
+    assert lines[0] == (
+        f"run progress on {probe.desktop.server} (VncAuth, not encrypted): Click and drag"
+    )
     assert lines[1].startswith("  model: Clicking, then dragging.  [model ")
     steps = [m for line in lines if (m := STEP.match(line))]
     assert [(m[1], m[2]) for m in steps] == [

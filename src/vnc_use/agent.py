@@ -26,6 +26,7 @@ from langgraph.runtime import RunControl
 from langgraph.types import Command
 
 from vnc_use import safety
+from vnc_use.backends.rfb_security import Security
 from vnc_use.backends.vnc import VNCController
 from vnc_use.errors import (
     ConfigError,
@@ -91,13 +92,23 @@ class VncUseAgent:
         settings: AgentSettings | None = None,
         sensitive_text: Mapping[str, str] | None = None,
         reconnect_window_s: float = 30.0,
+        vnc_username: str | None = None,
+        vnc_ca: str | Path | None = None,
+        connect_timeout: float = 5.0,
     ) -> None:
         if step_limit < 1:
             raise ConfigError(f"step_limit must be at least 1, got {step_limit}")
         if seconds_timeout <= 0:
             raise ConfigError(f"seconds_timeout must be positive, got {seconds_timeout}")
+        if connect_timeout <= 0:
+            raise ConfigError(f"connect_timeout must be positive, got {connect_timeout}")
         self.vnc_server = vnc_server
         self._vnc_password = vnc_password
+        # The user name (macOS, VeNCrypt Plain) and CA file (X509) are not secrets: run.json
+        # keeps them so approve/deny/resume can reconnect; the password is never kept.
+        self.vnc_username = vnc_username or None
+        self.vnc_ca = str(vnc_ca) if vnc_ca else None
+        self.connect_timeout = float(connect_timeout)
         self.screen_size = screen_size
         self.runs_dir = Path(runs_dir)
         self.settings = settings or AgentSettings()
@@ -176,7 +187,12 @@ class VncUseAgent:
         if self._controller is None or not self._controller.is_connected():
             if self._controller is not None:
                 self._controller.disconnect()
-            self._controller = VNCController().connect(self.vnc_server, self._vnc_password)
+            self._controller = VNCController(connect_timeout=self.connect_timeout).connect(
+                self.vnc_server,
+                self._vnc_password,
+                username=self.vnc_username,
+                ca_file=self.vnc_ca,
+            )
         return self._controller
 
     # -- runs --------------------------------------------------------------------------------
@@ -191,7 +207,7 @@ class VncUseAgent:
             )
         # Fail before anything is recorded when the key or the desktop is missing.
         _ = self.planner.client
-        _ = self.controller
+        security = self.controller.security
         folder = self._folder(thread_id)
         folder.write_json(
             "run.json",
@@ -199,6 +215,10 @@ class VncUseAgent:
                 "thread_id": thread_id,
                 "task": task,
                 "vnc_server": self.vnc_server,
+                "vnc_username": self.vnc_username,
+                "vnc_ca": self.vnc_ca,
+                "connect_timeout": self.connect_timeout,
+                "security": _security_json(security),
                 "model": self.planner.model,
                 "model_family": self.planner.family.name,
                 "environment": self.planner.environment,
@@ -211,7 +231,13 @@ class VncUseAgent:
                 "started": time.time(),
             },
         )
-        folder.event("run_started", thread_id=thread_id, task=task, vnc_server=self.vnc_server)
+        folder.event(
+            "run_started",
+            thread_id=thread_id,
+            task=task,
+            vnc_server=self.vnc_server,
+            security=_security_json(security),
+        )
         initial: CUAState = {
             "task": task,
             "pending_calls": [],
@@ -365,7 +391,11 @@ class VncUseAgent:
                 self._stop.wait(min(delay, left))
                 delay = min(delay * 2, 4.0)
                 continue
-            folder.event("reconnected", vnc_server=self.vnc_server)
+            folder.event(
+                "reconnected",
+                vnc_server=self.vnc_server,
+                security=_security_json(self.controller.security),
+            )
             return True
         return False
 
@@ -414,3 +444,10 @@ class VncUseAgent:
             )
             write_report_safely(folder)  # report.html; a failure is logged, never raised
         return result
+
+
+def _security_json(security: Security | None) -> dict[str, Any] | None:
+    """The connection's security for run.json and events: type number, name, encrypted."""
+    if security is None:
+        return None
+    return {"type": security.number, "name": security.name, "encrypted": security.encrypted}

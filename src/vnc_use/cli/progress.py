@@ -45,6 +45,15 @@ def _one_line(text: str, limit: int = 160) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+def _security(security: Any) -> Segments:
+    """`` (VeNCrypt TLSVnc, encrypted)``: the connection's security type, from the event."""
+    if not isinstance(security, dict) or not security.get("name"):
+        return []
+    encrypted = security.get("encrypted") is True
+    state = "encrypted" if encrypted else "not encrypted"
+    return [(f" ({security['name']}, {state})", "green" if encrypted else "yellow")]
+
+
 class LineFormatter:
     """Turns events into lines; remembers the latency of the model answer behind each step."""
 
@@ -58,7 +67,9 @@ class LineFormatter:
             return [
                 ("run ", ""),
                 (str(e.get("thread_id")), "bold"),
-                (f" on {e.get('vnc_server')}: ", ""),
+                (f" on {e.get('vnc_server')}", ""),
+                *_security(e.get("security")),
+                (": ", ""),
                 (str(e.get("task", "")), "bold"),
             ]
         if kind == "resumed":

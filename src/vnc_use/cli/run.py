@@ -27,10 +27,41 @@ def _common(p: argparse.ArgumentParser) -> None:
         default=None,
         help="VNC password (prefer the VNC_PASSWORD environment variable: argv is visible)",
     )
+    p.add_argument(
+        "--vnc-user",
+        default=None,
+        metavar="USER",
+        help="user name for servers that log in with one (macOS Screen Sharing, VeNCrypt "
+        "Plain such as wayvnc); default: the VNC_USERNAME environment variable",
+    )
+    p.add_argument(
+        "--vnc-ca",
+        default=None,
+        metavar="FILE",
+        help="PEM file of the CA that signed the VNC server's TLS certificate (VeNCrypt X509 "
+        "types); default: the system's trust store",
+    )
+    p.add_argument(
+        "--connect-timeout",
+        type=_positive_seconds,
+        default=None,
+        metavar="S",
+        help="seconds to wait for the VNC connection and handshake (default 5)",
+    )
     p.add_argument("--quiet", action="store_true", help="print only the final result")
     p.add_argument(
         "--json", action="store_true", help="print every event as one JSON line (as events.jsonl)"
     )
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} must be a positive number of seconds")
+    return value
 
 
 def register(sub: Any) -> None:
@@ -171,6 +202,13 @@ def _make_agent(args: argparse.Namespace, saved: dict[str, Any] | None) -> Any:
         "runs_dir": args.runs_dir,
         "on_event": progress.for_args(args),
         "sensitive_text": _sensitive_values(names),
+        # Not secrets: the run keeps them (run.json) so approve/deny/resume reconnect alike.
+        "vnc_username": args.vnc_user
+        or os.environ.get("VNC_USERNAME")
+        or saved.get("vnc_username")
+        or None,
+        "vnc_ca": args.vnc_ca or saved.get("vnc_ca") or None,
+        "connect_timeout": args.connect_timeout or saved.get("connect_timeout") or 5.0,
     }
     if args.command == "run":
         kwargs.update(

@@ -52,6 +52,9 @@ def _stop_process(proc: subprocess.Popen[bytes], timeout: float = 5.0) -> None:
 class TestDesktop:
     """A TigerVNC ``Xvnc`` desktop bound to 127.0.0.1 with VNC password authentication.
 
+    ``security_types`` is passed to ``-SecurityTypes`` (default ``VncAuth``; TLS types such
+    as ``TLSVnc`` or ``X509Vnc`` also work, the X509 ones with ``x509_cert``/``x509_key``).
+
     ``start()`` picks a free display number and TCP port, writes the password file with
     ``vncpasswd -f`` and waits until the server accepts connections. ``stop()`` ends every
     process it started (launched X clients first), by PID. Use it as a context manager.
@@ -66,6 +69,9 @@ class TestDesktop:
         password: str | None = None,
         *,
         start_timeout: float = 15.0,
+        security_types: str = "VncAuth",
+        x509_cert: Path | str | None = None,
+        x509_key: Path | str | None = None,
     ) -> None:
         if width < 16 or height < 16:
             raise ConfigError(f"desktop size {width}x{height} is too small; use at least 16x16")
@@ -75,6 +81,10 @@ class TestDesktop:
         if not self.password:
             raise ConfigError("the desktop password must not be empty")
         self.start_timeout = start_timeout
+        #: Xvnc's ``-SecurityTypes`` (e.g. ``"TLSVnc"``, ``"X509Vnc"``, ``"None"``).
+        self.security_types = security_types
+        #: PEM certificate and key for the X509 types (``-X509Cert``, ``-X509Key``).
+        self.x509 = (str(x509_cert), str(x509_key)) if x509_cert is not None and x509_key else None
         self.display = ""
         self.port = 0
         self.tmpdir: Path | None = None
@@ -198,9 +208,11 @@ class TestDesktop:
             "-rfbauth",
             str(passwd_file),
             "-SecurityTypes",
-            "VncAuth",
+            self.security_types,
             "-AlwaysShared",
         ]
+        if self.x509 is not None:
+            argv += ["-X509Cert", self.x509[0], "-X509Key", self.x509[1]]
         with open(self.log_path, "ab") as logfile:
             self._proc = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=logfile, stderr=subprocess.STDOUT
