@@ -350,3 +350,48 @@ def test_wayvnc_without_the_ca_fails_cleanly(
     assert "certificate" in line and "--vnc-ca" in line, line
     assert_no_secret(tmp_path, output, WAYLAND_PASSWORD)
     assert gemini.requests == []
+
+
+def test_wayvnc_wrong_password_is_one_line(
+    wayvnc: WaylandDesktop, gemini: GeminiStandIn, tmp_path: Path
+) -> None:
+    """wayvnc 0.5 answers a wrong password with a broken "OK" and hangs up (see
+    test_wayland.py): still one line, no traceback, nothing leaked."""
+    wrong = "wrong-wayland1"
+    assert wayvnc.ca_file is not None
+    proc = run_cli(
+        [
+            *("run", "--vnc", wayvnc.server, "--task", "x", "--runs-dir", str(tmp_path)),
+            *("--vnc-user", WAYLAND_USER, "--vnc-ca", str(wayvnc.ca_file)),
+        ],
+        _env(VNC_PASSWORD=wrong),
+    )
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 1, output
+    one_line_error(output)
+    assert_no_secret(tmp_path, output, wrong, WAYLAND_PASSWORD)
+    assert gemini.requests == []
+
+
+# ------------------------------------------------------------------ TightVNC
+
+
+def test_tightvnc_uses_the_vnc_password(
+    desktop: TestDesktop, probe: Probe, gemini: GeminiStandIn, tmp_path: Path
+) -> None:
+    """TightVNC 1.3 offers 2 and 16 (Tight): vnc-use logs in with 2 and types exactly."""
+    text = "TightVNC: typed"
+    gemini.script(entry_reply(probe, text), Reply.text("Typed."))
+    with RfbFront(
+        "tightvnc", desktop.server, backend_password=desktop.password, vnc_password=VNC_PASSWORD
+    ) as front:
+        proc = run_cli(
+            ["run", "--vnc", front.server, "--task", "Type it", "--runs-dir", str(tmp_path)],
+            _env(VNC_PASSWORD=VNC_PASSWORD),
+        )
+        output = proc.stdout + proc.stderr
+        assert proc.returncode == 0, output
+        assert front.wait_attempt(0).chosen == 2
+    assert probe.log.wait_type("submit")["text"] == text
+    assert run_json(tmp_path)["security"]["type"] == 2
+    assert_no_secret(tmp_path, output, VNC_PASSWORD)
