@@ -334,3 +334,20 @@ def test_the_command_line_front(desktop: TestDesktop) -> None:
         proc.wait(timeout=10)
     output = (proc.stdout.read() if proc.stdout else "") + line + first
     assert PASSWORD not in output
+
+
+@pytest.mark.desktop
+def test_clients_answering_3889_or_33(mac_front: RfbFront) -> None:
+    """Apple's own viewer answers 003.889 (3.8 rules); an old 3.3 client is told the type."""
+    port = int(mac_front.server.rpartition("::")[2])
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        _recv(sock, 12)
+        sock.sendall(b"RFB 003.889\n")
+        assert list(_recv(sock, 1 + 4)) == [4, 30, 33, 36, 35]
+    assert mac_front.wait_attempt(0).client_version == "RFB 003.889"
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        _recv(sock, 12)
+        sock.sendall(b"RFB 003.003\n")
+        assert struct.unpack("!I", _recv(sock, 4)) == (30,)
+        generator, key_length = struct.unpack("!HH", _recv(sock, 4))
+        assert (generator, key_length) == (5, 512)
