@@ -26,6 +26,7 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
 __all__ = [
     "APPLE_CREDENTIAL_FIELD",
+    "MODP_4096",
     "SECURITY_TYPES",
     "VENCRYPT",
     "VENCRYPT_SUBTYPES",
@@ -95,6 +96,24 @@ _TLS_SUBTYPES = frozenset({TLS_NONE, TLS_VNC, TLS_PLAIN})
 _X509_SUBTYPES = frozenset({X509_NONE, X509_VNC, X509_PLAIN})
 _APPLE_TYPES = frozenset({30, 31, 32, 33, 34, 35, 36})
 _REALVNC_TYPES = frozenset({5, 6, 7, 8, 13, 129, 130})
+
+#: RFC 3526 group 16 (4096-bit MODP prime): the size of group a current macOS sends for type
+#: 30 (with generator 5). vnc-use accepts any group; test servers imitating a Mac use this one.
+MODP_4096 = int(
+    "FFFFFFFFFFFFFFFFC90FDAA22168C234C4C6628B80DC1CD129024E088A67CC74020BBEA63B139B22514A08798E"
+    "3404DDEF9519B3CD3A431B302B0A6DF25F14374FE1356D6D51C245E485B576625E7EC6F44C42E9A637ED6B0BFF"
+    "5CB6F406B7EDEE386BFB5A899FA5AE9F24117C4B1FE649286651ECE45B3DC2007CB8A163BF0598DA48361C55D3"
+    "9A69163FA8FD24CF5F83655D23DCA3AD961C62F356208552BB9ED529077096966D670C354E4ABC9804F1746C08"
+    "CA18217C32905E462E36CE3BE39E772C180E86039B2783A2EC07A28FB5C55DF06F4C52C9DE2BCBF69558171839"
+    "95497CEA956AE515D2261898FA051015728E5A8AAAC42DAD33170D04507A33A85521ABDF1CBA64ECFB850458DB"
+    "EF0A8AEA71575D060C7DB3970F85A6E1E4C7ABF5AE8CDB0933D71E8C94E04A25619DCEE3D2261AD2EE6BF12FFA"
+    "06D98A0864D87602733EC86A64521F2B18177B200CBBE117577A615D6C770988C0BAD946E208E24FA074E5AB31"
+    "43DB5BFCE0FD108E4B82D120A92108011A723C12A787E6D788719A10BDBA5B2699C327186AF4E23C1A946834B6"
+    "150BDA2583E9CA2AD44CE8DBBBC2DB04DE8EF92E8EFC141FBECAA6287C59474E6BC05D99B2964FA090C3A2233B"
+    "A186515BE7ED1F612970CEE2D7AFB81BDD762170481CD0069127D5B05AA993B4EA988D8FDDC186FFB7DC90A6C0"
+    "8F4DF435C934063199FFFFFFFFFFFFFFFF",
+    16,
+)
 
 #: Bytes of each of the user name and password fields of an Apple (type 30) login; the
 #: text must leave room for a terminating NUL.
@@ -316,6 +335,11 @@ def _field(text: str, what: str) -> bytes:
     return raw.ljust(APPLE_CREDENTIAL_FIELD, b"\0")
 
 
+#: Upper bound of the client's private exponent: 512 random bits are far beyond what a
+#: 4096-bit group's strength needs, and make ``pow()`` 8 times cheaper than a full-size one.
+_EXPONENT = 1 << 512
+
+
 def _aes_key(shared: int, key_length: int) -> bytes:
     return hashlib.md5(shared.to_bytes(key_length, "big")).digest()
 
@@ -343,7 +367,7 @@ def apple_dh_response(
     if not 1 < y < p - 1:
         raise ValueError("the server sent an invalid Apple Diffie-Hellman public key")
     plain = _field(username, "user name") + _field(password, "password")
-    x = private_key if private_key is not None else 2 + secrets.randbelow(p - 3)
+    x = private_key if private_key is not None else 2 + secrets.randbelow(min(p - 3, _EXPONENT))
     public = pow(generator, x, p)
     shared = pow(y, x, p)
     encryptor = Cipher(algorithms.AES(_aes_key(shared, length)), modes.ECB()).encryptor()

@@ -621,7 +621,6 @@ class _VencryptUnusable(VncAuthError):
 
 def _tls_options(subtype: int, host: str, ca_file: str | None) -> Any:
     """Twisted TLS options for a VeNCrypt subtype: anonymous TLS or a verified X509 server."""
-    from OpenSSL import SSL
     from twisted.internet import ssl
 
     if subtype in (TLS_NONE, TLS_VNC, TLS_PLAIN):
@@ -634,14 +633,33 @@ def _tls_options(subtype: int, host: str, ca_file: str | None) -> Any:
             trust: Any = ssl.trustRootFromCertificates(  # type: ignore[no-untyped-call]
                 [ssl.Certificate.loadPEM(block) for block in _pem_blocks(pem)]
             )
-        except (OSError, SSL.Error, ValueError) as exc:
+        except Exception:  # checked at connect (_check_ca_file); changed since?
             raise ConfigError(
-                f"cannot read the CA certificate {ca_file} given with --vnc-ca: "
-                f"{_one_line(str(exc)) or type(exc).__name__}"
+                f"cannot read the CA certificate {ca_file} given with --vnc-ca"
             ) from None
     else:
         trust = ssl.platformTrust()  # type: ignore[no-untyped-call]
     return ssl.optionsForClientTLS(host, trustRoot=trust)
+
+
+def _check_ca_file(ca_file: str) -> None:
+    """Fail early, in one line, on a --vnc-ca file that is missing or holds no certificate."""
+    from cryptography import x509
+
+    try:
+        data = Path(ca_file).read_bytes()
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read the CA certificate file {ca_file} given with --vnc-ca: "
+            f"{exc.strerror or 'unreadable'}"
+        ) from None
+    try:
+        x509.load_pem_x509_certificates(data)
+    except ValueError:
+        raise ConfigError(
+            f"the file {ca_file} given with --vnc-ca holds no PEM certificate; pass the CA "
+            "certificate (-----BEGIN CERTIFICATE-----) that signed the VNC server's certificate"
+        ) from None
 
 
 def _pem_blocks(pem: bytes) -> list[bytes]:
@@ -735,6 +753,12 @@ class _Factory(VNCDoToolFactory):  # type: ignore[misc]
 
     def handshake_loss(self, exc: BaseException) -> Exception:
         """The one-line error for a connection that ended before the handshake completed."""
+        if type(exc).__name__ == "VerificationError":  # service_identity: the name differs
+            return VncConnectionError(
+                f"the TLS certificate of VNC server {self.target} is not made out to "
+                f"{self.host}; connect by a name the certificate holds, or have the server use "
+                "a certificate for this address (and pass its CA with --vnc-ca FILE)"
+            )
         if self.stage == "tls" or _is_tls_error(exc):
             text = _one_line(_tls_reason(exc))
             if "certificate" in text.lower() or "verif" in text.lower():
@@ -769,8 +793,6 @@ def _tls_reason(exc: BaseException) -> str:
         parts = [str(item[-1]) for item in args[0] if isinstance(item, tuple) and item]
         if parts:
             return "; ".join(parts)
-    if type(exc).__name__ == "VerificationError":
-        return "its name does not match the address"
     return str(exc) or type(exc).__name__
 
 
@@ -916,8 +938,8 @@ class VNCController:
         available afterwards as :attr:`security`. Nothing ever prompts for credentials.
         """
         host, port = parse_server(server)
-        if ca_file is not None and not Path(ca_file).is_file():
-            raise ConfigError(f"the CA certificate file {ca_file} given with --vnc-ca is missing")
+        if ca_file is not None:
+            _check_ca_file(ca_file)
         with self._lock:
             if self._client is not None:
                 self.disconnect()
