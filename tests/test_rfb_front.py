@@ -17,6 +17,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from vnc_use.backends import rfb_security as client_side
 from vnc_use.testing.desktop import TestDesktop
 from vnc_use.testing.rfb_front import (
     APPLE_DH_KEY_LENGTH,
@@ -114,6 +115,7 @@ def test_the_prime_is_rfc3526_group_16() -> None:
     """RFC 3526: p = 2^4096 - 2^4032 - 1 + 2^64 * ( [2^3966 pi] + 240904 )."""
     expected = 2**4096 - 2**4032 - 1 + 2**64 * (_pi_bits(3966) + 240904)
     assert expected == MODP_4096
+    assert expected == client_side.MODP_4096  # the copy the client-side tests use
     assert MODP_4096.bit_length() == 4096 == APPLE_DH_KEY_LENGTH * 8
 
 
