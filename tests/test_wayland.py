@@ -152,3 +152,22 @@ def test_wayvnc_refuses_a_wrong_password(auth_wayland: WaylandDesktop) -> None:
 def test_wayvnc_certificate_is_untrusted_without_the_ca(auth_wayland: WaylandDesktop) -> None:
     with pytest.raises(ssl.SSLCertVerificationError):
         _x509plain(auth_wayland, auth_wayland.password, ssl.create_default_context())
+
+
+def test_a_port_taken_meanwhile_gets_another(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The free port can be taken between the pick and wayvnc's bind: wayvnc then exits and
+    the desktop starts on another port (and a listener that is not wayvnc is not mistaken)."""
+    import vnc_use.testing.wayland as wayland
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        taken = busy.getsockname()[1]
+        picks = iter([taken])
+        real = wayland.free_port
+        monkeypatch.setattr(wayland, "free_port", lambda: next(picks, None) or real())
+        with WaylandDesktop() as desk:
+            assert desk.port != taken
+            sock, greeting, types = _connect(desk.server)
+            sock.close()
+            assert (greeting, types) == (b"RFB 003.008\n", [1])

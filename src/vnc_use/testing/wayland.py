@@ -36,6 +36,7 @@ import pwd
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -45,7 +46,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from vnc_use.xserver import free_port, port_open
+from vnc_use.xserver import free_port
 
 __all__ = ["DESKTOP_USER", "WaylandDesktop", "WaylandDesktopError", "make_test_certificates"]
 
@@ -163,6 +164,15 @@ def make_test_certificates(directory: Path, *, days: int = 7) -> tuple[Path, Pat
         )
     )
     return ca_file, cert_file, key_file
+
+
+def _greets_as_rfb(port: int) -> bool:
+    """Whether a VNC server answers on 127.0.0.1:``port`` (not just any listener)."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as sock:
+            return sock.recv(12).startswith(b"RFB ")
+    except OSError:
+        return False
 
 
 def _ensure_user(name: str) -> pwd.struct_passwd:
@@ -304,8 +314,7 @@ class WaylandDesktop:
             "focus_follows_mouse no\n"
         )
         self._own(sway_config, 0o644)
-        self.port = free_port()
-        lines = ["address=127.0.0.1", f"port={self.port}"]
+        lines = ["address=127.0.0.1"]  # the port is given on the command line (retries)
         if self.auth:
             certs = root / "certs"
             self.ca_file, cert_file, key_file = make_test_certificates(certs)
@@ -387,14 +396,30 @@ class WaylandDesktop:
 
         self._wait("sway opened its Wayland socket", socket_ready, {"sway": self._sway})
 
-    def _start_wayvnc(self) -> None:
+    def _start_wayvnc(self, attempts: int = 4) -> None:
+        """Start wayvnc on a free port; another port when one was taken meanwhile."""
         assert self._sway is not None
-        self._wayvnc = self._popen(["wayvnc", "-C", str(self._dir / "wayvnc.config")], "wayvnc")
-        self._wait(
-            f"wayvnc listened on {self.server}",
-            lambda: port_open(self.port),
-            {"sway": self._sway, "wayvnc": self._wayvnc},
-        )
+        for attempt in range(attempts):
+            self.port = free_port()
+            self._wayvnc = self._popen(
+                ["wayvnc", "-C", str(self._dir / "wayvnc.config"), "127.0.0.1", str(self.port)],
+                "wayvnc",
+            )
+            try:
+                self._wait(
+                    f"wayvnc listened on {self.server}",
+                    lambda: _greets_as_rfb(self.port),
+                    {"sway": self._sway, "wayvnc": self._wayvnc},
+                )
+                if self._wayvnc.poll() is None:
+                    return
+                raise WaylandDesktopError(f"wayvnc exited: {self._log_tail('wayvnc')}")
+            except WaylandDesktopError:
+                if self._wayvnc.poll() is None or self._sway.poll() is not None:
+                    raise
+                if attempt == attempts - 1:
+                    raise
+                log.debug("wayvnc exited on port %d; trying another port", self.port)
 
     def swaymsg(self, *args: str) -> Any:
         """Run ``swaymsg -r ARGS`` against this sway and return its JSON answer."""
