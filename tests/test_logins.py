@@ -116,18 +116,22 @@ def _no_user_checks(output: str, elapsed: float, mac: RfbFront) -> None:
     assert all(a.chosen is None for a in mac.attempts)  # no login was even tried
 
 
+@pytest.mark.parametrize("with_password", [True, False], ids=["password", "no-password"])
 def test_macos_without_a_user_name_no_terminal(
-    mac: RfbFront, gemini: GeminiStandIn, tmp_path: Path
+    with_password: bool, mac: RfbFront, gemini: GeminiStandIn, tmp_path: Path
 ) -> None:
     """Before: a bare `username: `, 41 lines of Twisted tracebacks, EOFError."""
     start = time.monotonic()
     proc = run_cli(
         ["run", "--vnc", mac.server, "--task", "x", "--runs-dir", str(tmp_path)],
-        _env(VNC_PASSWORD=PASSWORD),
+        _env(VNC_PASSWORD=PASSWORD) if with_password else _env(),
     )
     elapsed = time.monotonic() - start
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    _no_user_checks(proc.stdout + proc.stderr, elapsed, mac)
+    output = proc.stdout + proc.stderr
+    assert proc.returncode == 1, output
+    _no_user_checks(output, elapsed, mac)
+    if not with_password:
+        assert "VNC_PASSWORD" in one_line_error(output)
     assert gemini.requests == []
 
 
