@@ -583,8 +583,9 @@ def test_lost_connection_raises_connection_error(spare_desktop: TestDesktop) -> 
     while vnc.is_connected() and time.monotonic() < deadline:
         time.sleep(0.01)
     assert not vnc.is_connected()
-    with pytest.raises(VncConnectionError, match="lost"):
+    with pytest.raises(VncConnectionError, match="lost") as info:
         vnc.click(1, 1)
+    assert f"127.0.0.1 port {spare_desktop.port}" in str(info.value)
     with pytest.raises(VncConnectionError):
         vnc.screenshot_png()
     vnc.disconnect()

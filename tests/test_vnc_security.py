@@ -173,8 +173,9 @@ def test_tigervnc_security_types(
 @pytest.mark.desktop
 @pytest.mark.parametrize("ca", ["other_ca", None])
 def test_untrusted_certificate_is_one_line_about_vnc_ca(
-    ca: str | None, tls_files: dict[str, Path]
+    ca: str | None, tls_files: dict[str, Path], caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level("DEBUG")
     with xvnc("X509Vnc", tls_files) as desk:
         ca_file = str(tls_files[ca]) if ca else None
         with pytest.raises(VncConnectionError) as info:
@@ -184,6 +185,7 @@ def test_untrusted_certificate_is_one_line_about_vnc_ca(
     assert "certificate" in text and "--vnc-ca" in text
     assert f"127.0.0.1 port {desk.port}" in text
     assert not any(bad in text for bad in BAD_OUTPUT)
+    assert not [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")]
 
 
 @pytest.mark.desktop
@@ -722,6 +724,66 @@ def test_unsupported_types_name_them_and_the_server_setting() -> None:
     assert f"127.0.0.1 port {port} offers security types 5 RA2, 6 RA2ne, 13 RA2_256" in text
     assert "RealVNC" in text and "did not speak" not in text
     assert not any(bad in text for bad in BAD_OUTPUT)
+
+
+@contextlib.contextmanager
+def scripted_server(script: list[bytes], reads: int = 64) -> Iterator[int]:
+    """A one-connection server on 127.0.0.1 that sends ``script`` (reading what the client
+    says between the parts) and then waits for the client to hang up."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+
+    def serve() -> None:
+        with contextlib.suppress(OSError):
+            conn, _ = listener.accept()
+            with conn:
+                conn.settimeout(5)
+                for part in script:
+                    conn.sendall(part)
+                    with contextlib.suppress(socket.timeout):
+                        conn.recv(reads)
+                with contextlib.suppress(socket.timeout):
+                    conn.recv(reads)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        listener.close()
+        thread.join(timeout=6)
+
+
+@pytest.mark.parametrize(
+    ("script", "password", "expected"),
+    [
+        # RFB 3.3: the server alone picks the type (a u32)
+        ([b"RFB 003.003\n", struct.pack("!I", 2)], None, "VNC_PASSWORD or pass --vnc-password"),
+        ([b"RFB 003.003\n", struct.pack("!I", 16)], "pw", "16 Tight"),
+        (
+            [b"RFB 003.003\n", struct.pack("!II", 0, 12) + b"Too many tries"[:12]],
+            "pw",
+            "refused the connection: Too many tri",
+        ),
+        # VeNCrypt older than 0.2
+        ([b"RFB 003.008\n", bytes([1, 19]), b"\x00\x01"], "pw", "VeNCrypt 0.1"),
+        # 3.8 failure with a reason before any type
+        ([b"RFB 003.008\n", b"\x00" + struct.pack("!I", 9) + b"go away\x01\x02"], "pw", "go away"),
+    ],
+    ids=["3.3-vncauth-no-password", "3.3-tight", "3.3-refused", "vencrypt-0.1", "no-types"],
+)
+def test_handshake_failures_are_one_line_and_log_no_unhandled_error(
+    script: list[bytes], password: str | None, expected: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level("DEBUG")
+    with scripted_server(script) as port, pytest.raises((VncAuthError, VncConnectionError)) as info:
+        VNCController(connect_timeout=3).connect(f"127.0.0.1::{port}", password)
+    text = str(info.value)
+    assert expected in text and f"127.0.0.1 port {port}" in text
+    assert "\n" not in text and not any(bad in text for bad in BAD_OUTPUT), text
+    assert not [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")]
+    assert "Unhandled" not in caplog.text
 
 
 # --------------------------------------------------------------------------- the CLI

@@ -15,6 +15,12 @@ How it uses vncdotool (see ``reference/vncdotool-notes.md`` for the measured tra
 * Every wait has a deadline. After a timeout the connection is aborted and marked dead.
 * ``api.shutdown()`` is registered once with :mod:`atexit` (the reactor cannot restart).
 * ``TCP_NODELAY`` is set on the socket (vncdotool's own check never fires).
+* The security handshake is vnc-use's own (``_Client``): the type is chosen by
+  :mod:`vnc_use.backends.rfb_security` among those whose credentials were given (VeNCrypt TLS
+  first), VeNCrypt 0.2 and Apple's type 30 are spoken here, nothing ever reads a terminal,
+  and every failure ends the connect at once with one line naming host and TCP port.
+* The connect is bounded by ``connect_timeout``; its message says how far it got (no TCP
+  connection, no VNC greeting, or a greeting but no completed handshake).
 """
 
 from __future__ import annotations
@@ -912,6 +918,7 @@ class VNCController:
         self._connect_timeout = float(connect_timeout)
         self._lock = threading.RLock()
         self._server = ""
+        self._target = ""  # "host port N", for messages
         self._factory: _Factory | None = None
         self._client: _Client | None = None
         self._dead = False
@@ -944,6 +951,7 @@ class VNCController:
             if self._client is not None:
                 self.disconnect()
             self._server = server
+            self._target = _target(host, port)
             self._security = None
             hint = _display_hint(server, port)
             try:
@@ -1308,7 +1316,7 @@ class VNCController:
             raise VncConnectionError("not connected to a VNC server; call connect() first")
         if not self.is_connected():
             raise VncConnectionError(
-                f"the connection to VNC server {self._server} was lost; reconnect"
+                f"the connection to VNC server {self._target} was lost; reconnect"
             )
         return client
 
@@ -1343,7 +1351,7 @@ class VNCController:
                 if self._factory is not None:
                     self._abort(self._factory)
                 raise VncTimeoutError(
-                    f"VNC server {self._server} did not answer {what} within {self._timeout:g} s;"
+                    f"VNC server {self._target} did not answer {what} within {self._timeout:g} s;"
                     " the connection is closed, reconnect"
                 ) from None
             finally:
@@ -1355,7 +1363,7 @@ class VNCController:
         if fut is not None:
             _settle(
                 fut,
-                exc=VncConnectionError(f"the connection to VNC server {self._server} was lost"),
+                exc=VncConnectionError(f"the connection to VNC server {self._target} was lost"),
             )
 
     @staticmethod
