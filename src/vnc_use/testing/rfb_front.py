@@ -413,14 +413,17 @@ class RfbFront:
         client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         backend: socket.socket | None = None
         try:
-            minor = self._greet(client, attempt)
-            backend = self._login(client, attempt, minor)
+            version = self._greet(client, attempt)
+            backend = self._login(client, attempt, version)
             if backend is not None:
                 self._relay(client, backend, attempt)
         except (_Closed, OSError) as exc:
             if not attempt.done.is_set():
                 attempt.reason = attempt.reason or "the client closed the connection"
                 log.debug("rfb front: connection ended during the handshake: %s", exc)
+        except Exception as exc:  # a malformed client message: end this connection only
+            attempt.reason = attempt.reason or f"the front failed: {exc}"
+            log.warning("rfb front: connection dropped: %s", exc, exc_info=True)
         finally:
             self._finish(attempt)
             if backend is not None:
