@@ -37,7 +37,12 @@ from vnc_use.backends.rfb_security import MODP_4096, Security, apple_dh_decrypt
 from vnc_use.backends.vnc import VNCController
 from vnc_use.errors import ConfigError, VncAuthError, VncConnectionError, VncTimeoutError
 from vnc_use.testing.desktop import TestDesktop
-from vnc_use.testing.gemini_standin import GeminiStandIn, Reply
+from vnc_use.testing.gemini_standin import (
+    FunctionCallSpec,
+    GeminiStandIn,
+    Reply,
+    require_confirmation,
+)
 
 from desktop_fixtures import Probe, start_probe
 
@@ -810,3 +815,65 @@ def test_cli_run_with_vnc_ca_records_the_security(
     for path in tmp_path.rglob("*"):
         if path.is_file():
             assert desk.password.encode() not in path.read_bytes(), path
+
+
+@pytest.mark.desktop
+def test_approve_reconnects_with_the_recorded_ca_and_timeout(
+    tls_files: dict[str, Path], gemini: GeminiStandIn, tmp_path: Path
+) -> None:
+    gemini.script(
+        Reply.calls(
+            FunctionCallSpec("click_at", x=500, y=500, safety_decision=require_confirmation("ok?"))
+        ),
+        Reply.text("Clicked."),
+    )
+    base = ["--runs-dir", str(tmp_path)]
+    with xvnc("X509Vnc", tls_files) as desk:
+        env = {**os.environ, "VNC_PASSWORD": desk.password}
+        argv = [*CLI, "run", "--vnc", desk.server, "--task", "Click", "--thread-id", "a1", *base]
+        argv += ["--vnc-ca", str(tls_files["ca"]), "--connect-timeout", "7"]
+        options = {"env": env, "capture_output": True, "text": True, "timeout": 60}
+        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, **options)
+        assert proc.returncode == 3, proc.stdout + proc.stderr  # waits for an approval
+        # no --vnc, --vnc-ca or --connect-timeout: approve takes them from the run
+        proc = subprocess.run([*CLI, "approve", "a1", *base], stdin=subprocess.DEVNULL, **options)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "status: done" in proc.stdout
+    saved = json.loads((tmp_path / "a1" / "run.json").read_text())
+    assert saved["connect_timeout"] == 7 and saved["vnc_ca"] == str(tls_files["ca"])
+
+
+@pytest.mark.desktop
+@pytest.mark.parametrize("how", ["env", "flag"])
+def test_cli_logs_in_to_a_mac_with_a_user_name(
+    how: str, probe: Probe, gemini: GeminiStandIn, tmp_path: Path
+) -> None:
+    w, h = probe.size
+    ex, ey = (round(v * 1000 / s) for v, s in zip(probe.entry_center, (w, h), strict=True))
+    gemini.script(
+        Reply.calls(FunctionCallSpec("type_text_at", x=ex, y=ey, text="Grüße", press_enter=True)),
+        Reply.text("Typed."),
+    )
+    password = "Mac-Pass-14chr"
+    with mac_front(probe.desktop, (30, 33, 36), user="anna", password=password) as front:
+        env = {**os.environ, "VNC_PASSWORD": password}
+        argv = [*CLI, "run", "--vnc", front.server, "--task", "Type", "--thread-id", "m1"]
+        argv += ["--runs-dir", str(tmp_path)]
+        if how == "env":
+            env["VNC_USERNAME"] = "anna"
+        else:
+            env.pop("VNC_USERNAME", None)
+            argv += ["--vnc-user", "anna"]
+        proc = subprocess.run(
+            argv, env=env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
+        )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.splitlines()[0].startswith(f"run m1 on {front.server} (Apple DH, ")
+    assert probe.log.wait_type("submit", timeout=10)["text"] == "Grüße"
+    saved = json.loads((tmp_path / "m1" / "run.json").read_text())
+    assert saved["vnc_username"] == "anna"
+    assert saved["security"] == {"type": 30, "name": "Apple DH", "encrypted": False}
+    assert password not in proc.stdout + proc.stderr
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert password.encode() not in path.read_bytes(), path

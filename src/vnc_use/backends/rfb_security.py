@@ -266,19 +266,26 @@ def no_usable_type_message(
     head = f"VNC server {target} offers security types {listed}"
     apple = [t for t in offered if t in _APPLE_TYPES]
     if apple:
+        if VNC_AUTH in offered and not creds.password:
+            return (
+                f"{head}: it asks for a password and none was given; {_PASSWORD_HOW} (with a "
+                "user name too, --vnc-user or VNC_USERNAME, vnc-use uses macOS's own login)"
+            )
         missing = []
         if not creds.username:
             missing.append(_USER_HOW)
         if not creds.password:
             missing.append("the password with VNC_PASSWORD or --vnc-password")
-        if VNC_AUTH in offered and not creds.password:
-            return f"{head}: it asks for a password and none was given; {_PASSWORD_HOW}"
-        if missing:
+        if missing and APPLE_DH in offered:
             return (
                 f"{head}: macOS Screen Sharing asks for a user name and password; "
                 f"{' and '.join(missing)}, {_MAC_SETTING}"
             )
-        return f"{head}: vnc-use speaks only 30 of Apple's types; {_MAC_SETTING}"
+        return (
+            f"{head}: of Apple's logins vnc-use speaks only type 30; turn on "
+            '"VNC viewers may control screen with password" in the Mac\'s Screen Sharing '
+            "settings and give that password (VNC_PASSWORD or --vnc-password)"
+        )
     if subtypes is not None:
         wants_user = any(s in (PLAIN, TLS_PLAIN, X509_PLAIN) for s in subtypes)
         wants_password = any(s in (TLS_VNC, X509_VNC) for s in subtypes) or wants_user
