@@ -20,6 +20,9 @@ APT_PACKAGES=(
   xvfb                        # Xvfb, the screen x11vnc shares
   novnc                       # the live view's web client, /usr/share/novnc (vnc-use view)
   chromium                    # headless: the tests load the run report as a person would see it
+  sway                        # headless Wayland desktop for the wayvnc tests (runs as a non-root user)
+  wayvnc                      # the Wayland VNC server tested with and without its password
+  foot                        # a Wayland terminal the wayvnc tests type into
   python3-venv
 )
 

@@ -5,6 +5,12 @@
 * ``vnc_use.testing.probe`` is a full-screen Tk app that records every click, key and
   scroll it receives as JSON lines (``python -m vnc_use.testing.probe --out events.jsonl``),
   plus :class:`~vnc_use.testing.probe.ProbeLog` to read that file from tests.
+* ``vnc_use.testing.rfb_front`` greets VNC clients as macOS Screen Sharing, RealVNC,
+  UltraVNC or TightVNC, performs Apple's type-30 login (or VncAuth) and relays logged-in
+  clients to a real server (``python -m vnc_use.testing.rfb_front --help``).
+* ``vnc_use.testing.wayland`` starts headless sway with wayvnc (with or without its
+  user/password and a throw-away certificate) and a terminal whose typed lines tests read
+  (``python -m vnc_use.testing.wayland --help``).
 
 This package module imports nothing heavy; import the submodules you need.
 """
