@@ -26,6 +26,8 @@ For settle-detection tests and benchmarks the probe can also keep the screen bus
   colour) and ``animated`` (the final colour is drawn: ``n``, ``color``).
 * ``--ticker``: F9 toggles a *ticker*, a 240x40 box near the bottom left that changes every
   25 ms, like a clock or a video (events ``ticker`` with ``on``).
+* ``--no-status``: the status line does not echo events, so the first thing a click changes
+  is its cursor-sized square (what a slow link's first update after an action often holds).
 
 With ``--window WxH+X+Y`` the probe is an ordinary window of that size and place instead,
 managed by the window manager (for focus tests with several windows): ``ready`` also carries
@@ -134,6 +136,7 @@ class _Probe:
         animate_delay_ms: int = 0,
         ticker: bool = False,
         window: tuple[int, int, int, int] | None = None,
+        status: bool = True,
     ) -> None:
         import tkinter as tk
 
@@ -152,6 +155,7 @@ class _Probe:
         self.root = tk.Tk(className="vnc-use-probe")
         self.root.title(title)
         self.window = window
+        self.show_status = status
         if window is None:
             width, height = self.root.winfo_screenwidth(), self.root.winfo_screenheight()
             self.root.overrideredirect(True)
@@ -209,7 +213,7 @@ class _Probe:
         event = {"type": type, "seq": self.seq, "t": round(time.time(), 6), **fields}
         self.out.write(json.dumps(event) + "\n")
         self.out.flush()
-        if type not in ("motion", "text"):
+        if self.show_status and type not in ("motion", "text"):
             label = " ".join(f"{k}={v}" for k, v in fields.items())
             self.canvas.itemconfigure(self.status, text=f"#{self.seq} {type} {label}"[:160])
 
@@ -416,6 +420,12 @@ def main(argv: list[str] | None = None) -> int:
         help="an ordinary window of this size and place (for a window manager) instead of "
         "the full screen",
     )
+    parser.add_argument(
+        "--no-status",
+        action="store_true",
+        help="do not echo events in the status line (a click then changes only a 12x12 square "
+        "at once, and the animation panel if --animate)",
+    )
     args = parser.parse_args(argv)
     window = None
     if args.window is not None:
@@ -435,6 +445,7 @@ def main(argv: list[str] | None = None) -> int:
             animate_delay_ms=args.animate_delay,
             ticker=args.ticker,
             window=window,
+            status=not args.no_status,
         ).run()
     except KeyboardInterrupt:
         pass
