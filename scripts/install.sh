@@ -18,6 +18,8 @@ APT_PACKAGES=(
   x11-xserver-utils           # xsetroot: the local desktop's background colour
   novnc                       # the live view's web client, /usr/share/novnc (vnc-use view)
   chromium                    # headless: the tests load the run report as a person would see it
+  x11vnc                      # the other common VNC server: tests of -ncache and --screen-region
+  xvfb                        # the X server x11vnc serves in those tests
   python3-venv
 )
 

@@ -39,6 +39,7 @@ from vnc_use.graph import AgentContext, AgentSettings, build_graph
 from vnc_use.journal import Journal
 from vnc_use.logging_utils import RunFolder, check_thread_id
 from vnc_use.planners.gemini import DEFAULT_MODEL, GeminiComputerUse
+from vnc_use.region import ScreenRegion
 from vnc_use.report import write_report_safely
 from vnc_use.types import CUAState, RunResult
 
@@ -59,6 +60,9 @@ class VncUseAgent:
     Runs are checkpointed in ``<runs_dir>/vnc-use.sqlite`` under their thread id, so
     :meth:`approve`, :meth:`deny` and :meth:`resume` work from any process. ``screen_size`` is
     only a hint: the real size of every screenshot is what coordinates are scaled to.
+    ``screen_region`` (``"WxH+X+Y"``, see :mod:`vnc_use.region`) is the part of the server's
+    framebuffer that is the screen, for servers that export more (multi-monitor, x11vnc's
+    ``-ncache``); it is kept in ``run.json``.
 
     ``model`` decides the action set (:mod:`vnc_use.models`: Gemini 2.5 / 3 Flash speak 13
     functions, ``gemini-3.5-flash`` the intent-bearing set); ``model_family`` names the family
@@ -91,6 +95,7 @@ class VncUseAgent:
         settings: AgentSettings | None = None,
         sensitive_text: Mapping[str, str] | None = None,
         reconnect_window_s: float = 30.0,
+        screen_region: str | ScreenRegion | None = None,
     ) -> None:
         if step_limit < 1:
             raise ConfigError(f"step_limit must be at least 1, got {step_limit}")
@@ -98,6 +103,9 @@ class VncUseAgent:
             raise ConfigError(f"seconds_timeout must be positive, got {seconds_timeout}")
         self.vnc_server = vnc_server
         self._vnc_password = vnc_password
+        self.screen_region = (
+            ScreenRegion.parse(screen_region) if isinstance(screen_region, str) else screen_region
+        )
         self.screen_size = screen_size
         self.runs_dir = Path(runs_dir)
         self.settings = settings or AgentSettings()
@@ -176,7 +184,9 @@ class VncUseAgent:
         if self._controller is None or not self._controller.is_connected():
             if self._controller is not None:
                 self._controller.disconnect()
-            self._controller = VNCController().connect(self.vnc_server, self._vnc_password)
+            controller = VNCController()
+            controller.screen_region = self.screen_region
+            self._controller = controller.connect(self.vnc_server, self._vnc_password)
         return self._controller
 
     # -- runs --------------------------------------------------------------------------------
@@ -199,6 +209,7 @@ class VncUseAgent:
                 "thread_id": thread_id,
                 "task": task,
                 "vnc_server": self.vnc_server,
+                "screen_region": str(self.screen_region) if self.screen_region else None,
                 "model": self.planner.model,
                 "model_family": self.planner.family.name,
                 "environment": self.planner.environment,
