@@ -272,12 +272,13 @@ def test_run_records_the_region_and_approve_reuses_it(
     assert sizes == {(region.width, region.height)}
 
 
-def test_run_json_keeps_the_region(tmp_path: Path) -> None:
+def test_the_agent_checks_its_region_at_once(tmp_path: Path) -> None:
     from vnc_use.agent import VncUseAgent
 
+    with pytest.raises(ConfigError, match="bad screen region '640x480'"):
+        VncUseAgent(vnc_server="127.0.0.1::1", runs_dir=tmp_path, screen_region="640x480")
     agent = VncUseAgent(vnc_server="127.0.0.1::1", runs_dir=tmp_path, screen_region="640x480+0+0")
     try:
         assert agent.screen_region == ScreenRegion(640, 480, 0, 0)
     finally:
         agent.close()
-    assert json.dumps(str(agent.screen_region)) == '"640x480+0+0"'
