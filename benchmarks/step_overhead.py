@@ -19,6 +19,8 @@ the Gemini API stand-in answering at once, and prints:
 
 Run: ``python benchmarks/step_overhead.py`` (about 3 minutes on 2 cores);
 ``--steps``, ``--trials`` and ``--long-steps`` change the sizes, ``--long-steps 0`` skips 4.
+``--proxy-delay MS`` puts a delaying TCP proxy (:mod:`vnc_use.testing.delay_proxy`, MS each
+way) between the agent and the desktop in sections 1-3: a link with a long round trip.
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +49,7 @@ from vnc_use.backends.vnc import VNCController
 from vnc_use.planners.gemini import GeminiComputerUse
 from vnc_use.png import PngEncoder, encode_png
 from vnc_use.settle import SettlePolicy, capture_settled
+from vnc_use.testing.delay_proxy import DelayProxy
 from vnc_use.testing.desktop import TestDesktop
 from vnc_use.testing.gemini_standin import FunctionCallSpec, GeminiStandIn, Reply
 from vnc_use.testing.probe import ProbeLog
@@ -53,6 +57,18 @@ from vnc_use.testing.probe import ProbeLog
 WIDTH, HEIGHT = 1440, 900
 DUMMY_KEY = "AIzaStandInDummyKey-0123456789abcdef"
 FAST = {"retry_initial_delay": 0.01, "retry_max_delay": 0.05}
+PROXY_DELAY_MS = 0.0
+"""Milliseconds each way of the delaying proxy in front of the desktop (0: none)."""
+
+
+@contextmanager
+def vnc_address(desk: TestDesktop) -> Iterator[str]:
+    """The address to reach ``desk`` at: its own, or a delaying proxy's (``--proxy-delay``)."""
+    if PROXY_DELAY_MS <= 0:
+        yield desk.server
+        return
+    with DelayProxy(desk.port, PROXY_DELAY_MS) as proxy:
+        yield proxy.server
 
 
 class TimedStandIn(GeminiStandIn):
@@ -121,18 +137,19 @@ def run_agent(
     desk: TestDesktop, runs: Path, thread: str, steps: int, settings: AgentSettings
 ) -> tuple[VncUseAgent, Any]:
     """One run of ``steps`` clicks with a fresh agent; returns the agent (closed) and result."""
-    agent = VncUseAgent(
-        vnc_server=desk.server,
-        vnc_password=desk.password,
-        runs_dir=runs,
-        step_limit=steps + 1,
-        planner=GeminiComputerUse(**FAST),
-        settings=settings,
-    )
-    try:
-        result = agent.run(task="Click the points I ask for, one by one", thread_id=thread)
-    finally:
-        agent.close()
+    with vnc_address(desk) as server:
+        agent = VncUseAgent(
+            vnc_server=server,
+            vnc_password=desk.password,
+            runs_dir=runs,
+            step_limit=steps + 1,
+            planner=GeminiComputerUse(**FAST),
+            settings=settings,
+        )
+        try:
+            result = agent.run(task="Click the points I ask for, one by one", thread_id=thread)
+        finally:
+            agent.close()
     if result.status != "done":
         raise RuntimeError(f"run {thread} ended {result.status}: {result.error}")
     return agent, result
@@ -250,7 +267,7 @@ def timed(fn: Callable[[], Any], runs: int) -> tuple[list[float], Any]:
 
 def section_capture(desk: TestDesktop, runs: int) -> None:
     """Screenshot capture + encode on a quiet screen, and encoders compared."""
-    with VNCController().connect(desk.server, desk.password) as vnc:
+    with vnc_address(desk) as server, VNCController().connect(server, desk.password) as vnc:
         capture_settled(vnc)  # first call: the one full refresh of a connection
         quiet0 = SettlePolicy(quiet=0.0)
         fast, _ = timed(lambda: vnc.settled_frame(quiet0), runs)
@@ -322,7 +339,7 @@ def section_animated(tmp: Path, trials: int) -> None:
             return vnc.screenshot()
 
         direct: dict[str, int] = {}
-        with VNCController().connect(desk.server, desk.password) as vnc:
+        with vnc_address(desk) as server, VNCController().connect(server, desk.password) as vnc:
             for name, take in (("previous rule: two equal frames", naive), ("fixed 0.5 s", fixed)):
                 ok = 0
                 for i in range(trials):
@@ -424,15 +441,30 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=40, help="steps per variant (>= 30)")
     parser.add_argument("--trials", type=int, default=30, help="animated-app trials (>= 30)")
     parser.add_argument("--long-steps", type=int, default=300, help="long run steps (0: skip)")
+    parser.add_argument(
+        "--proxy-delay",
+        type=float,
+        default=0.0,
+        metavar="MS",
+        help="reach the desktop through a proxy adding MS ms each way (sections 1-3)",
+    )
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         return child_run(args.child[0], args.child[1], int(args.child[2]))
+    if args.proxy_delay < 0:
+        parser.error(f"--proxy-delay must not be negative, got {args.proxy_delay:g}")
+    global PROXY_DELAY_MS
+    PROXY_DELAY_MS = args.proxy_delay
     os.environ["GOOGLE_API_KEY"] = DUMMY_KEY
     for name in ("GEMINI_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI"):
         os.environ.pop(name, None)
     started = time.monotonic()
-    print(f"vnc-use step overhead benchmark: {WIDTH}x{HEIGHT} TigerVNC, busy probe, stand-in model")
+    link = f", link +{PROXY_DELAY_MS:g} ms each way" if PROXY_DELAY_MS > 0 else ""
+    print(
+        f"vnc-use step overhead benchmark: {WIDTH}x{HEIGHT} TigerVNC, busy probe, "
+        f"stand-in model{link}"
+    )
     with TestDesktop(WIDTH, HEIGHT) as desk, tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         start_probe(desk, tmp)

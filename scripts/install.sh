@@ -16,7 +16,7 @@ APT_PACKAGES=(
   python3-tk                  # Tk, for the probe app
   openbox                     # the local desktop's window manager (vnc-use desktop up)
   x11-xserver-utils           # xsetroot: the local desktop's background colour; xrandr: resize tests
-  x11vnc                      # the compatibility tests: x11vnc sharing an Xvfb screen
+  x11vnc                      # the other common VNC server: compatibility, -ncache, --screen-region
   xvfb                        # Xvfb, the screen x11vnc shares
   novnc                       # the live view's web client, /usr/share/novnc (vnc-use view)
   chromium                    # headless: the tests load the run report as a person would see it

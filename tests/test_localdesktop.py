@@ -351,3 +351,61 @@ def test_run_without_a_key_does_not_start_a_desktop(tmp_path: Path) -> None:
     (line,) = proc.stderr.strip().splitlines()
     assert line.startswith("vnc-use: No Gemini API key") and "GOOGLE_API_KEY" in line
     assert not (tmp_path / "state" / "state.json").exists()
+
+
+def test_up_on_a_chosen_display_refuses_a_busy_one(tmp_path: Path) -> None:
+    """``--display N``: a display a real X server holds gives one line naming it; a free one
+    is used, shown by ``status``; another ``--display`` while it runs is refused."""
+    from vnc_use.xserver import display_free
+
+    xvfb = shutil.which("Xvfb")
+    assert xvfb, "Xvfb is missing: run ./scripts/install.sh"
+    number = next(n for n in range(600, 700) if display_free(n))
+    state_dir = str(tmp_path / "state")
+    holder = subprocess.Popen(
+        [xvfb, f":{number}", "-screen", "0", "640x480x24", "-nolisten", "tcp"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while display_free(number) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        busy = vnc_use(
+            "desktop", "up", "--browser", "none", "--display", str(number), "--state-dir", state_dir
+        )
+        assert busy.returncode == 2, busy.stdout + busy.stderr
+        (line,) = busy.stderr.strip().splitlines()
+        assert f"display :{number} is busy" in line and "--display" in line
+        assert not (tmp_path / "state" / "state.json").exists()
+    finally:
+        holder.terminate()
+        holder.wait(timeout=10)
+    free = next(n for n in range(number + 1, number + 100) if display_free(n))
+    up = vnc_use(
+        "desktop", "up", "--browser", "none", "--display", str(free), "--state-dir", state_dir
+    )
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        assert f"(display :{free}, 1440x900)" in up.stdout
+        assert json.loads(LocalDesktop(state_dir).state_file.read_text())["display"] == f":{free}"
+        status = vnc_use("desktop", "status", "--state-dir", state_dir)
+        assert status.returncode == 0, status.stdout + status.stderr
+        assert f"  X display:    :{free} (DISPLAY=:{free} for X programs)" in status.stdout
+        moved = vnc_use(
+            "desktop",
+            "up",
+            "--display",
+            str(free + 1),
+            "--browser",
+            "none",
+            "--state-dir",
+            state_dir,
+        )
+        assert moved.returncode == 2, moved.stdout + moved.stderr
+        (line,) = moved.stderr.strip().splitlines()
+        assert f"already runs on display :{free}, not :{free + 1}" in line
+    finally:
+        vnc_use("desktop", "down", "--state-dir", state_dir)
+    bad = vnc_use("desktop", "up", "--display", "-3", "--state-dir", state_dir)
+    assert bad.returncode == 2 and "out of range" in bad.stderr, bad.stdout + bad.stderr

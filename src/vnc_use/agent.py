@@ -40,6 +40,7 @@ from vnc_use.graph import AgentContext, AgentSettings, build_graph
 from vnc_use.journal import Journal
 from vnc_use.logging_utils import RunFolder, check_thread_id
 from vnc_use.planners.gemini import DEFAULT_MODEL, GeminiComputerUse
+from vnc_use.region import ScreenRegion
 from vnc_use.report import write_report_safely
 from vnc_use.types import CUAState, RunResult
 
@@ -60,6 +61,9 @@ class VncUseAgent:
     Runs are checkpointed in ``<runs_dir>/vnc-use.sqlite`` under their thread id, so
     :meth:`approve`, :meth:`deny` and :meth:`resume` work from any process. ``screen_size`` is
     only a hint: the real size of every screenshot is what coordinates are scaled to.
+    ``screen_region`` (``"WxH+X+Y"``, see :mod:`vnc_use.region`) is the part of the server's
+    framebuffer that is the screen, for servers that export more (multi-monitor, x11vnc's
+    ``-ncache``); it is kept in ``run.json``.
 
     ``model`` decides the action set (:mod:`vnc_use.models`: Gemini 2.5 / 3 Flash speak 13
     functions, ``gemini-3.5-flash`` the intent-bearing set); ``model_family`` names the family
@@ -95,6 +99,7 @@ class VncUseAgent:
         vnc_username: str | None = None,
         vnc_ca: str | Path | None = None,
         connect_timeout: float = 5.0,
+        screen_region: str | ScreenRegion | None = None,
     ) -> None:
         if step_limit < 1:
             raise ConfigError(f"step_limit must be at least 1, got {step_limit}")
@@ -109,6 +114,9 @@ class VncUseAgent:
         self.vnc_username = vnc_username or None
         self.vnc_ca = str(vnc_ca) if vnc_ca else None
         self.connect_timeout = float(connect_timeout)
+        self.screen_region = (
+            ScreenRegion.parse(screen_region) if isinstance(screen_region, str) else screen_region
+        )
         self.screen_size = screen_size
         self.runs_dir = Path(runs_dir)
         self.settings = settings or AgentSettings()
@@ -187,7 +195,9 @@ class VncUseAgent:
         if self._controller is None or not self._controller.is_connected():
             if self._controller is not None:
                 self._controller.disconnect()
-            self._controller = VNCController(connect_timeout=self.connect_timeout).connect(
+            controller = VNCController(connect_timeout=self.connect_timeout)
+            controller.screen_region = self.screen_region
+            self._controller = controller.connect(
                 self.vnc_server,
                 self._vnc_password,
                 username=self.vnc_username,
@@ -219,6 +229,7 @@ class VncUseAgent:
                 "vnc_ca": self.vnc_ca,
                 "connect_timeout": self.connect_timeout,
                 "security": _security_json(security),
+                "screen_region": str(self.screen_region) if self.screen_region else None,
                 "model": self.planner.model,
                 "model_family": self.planner.family.name,
                 "environment": self.planner.environment,

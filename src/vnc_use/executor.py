@@ -81,6 +81,9 @@ class Hands(Protocol):
     def key_up(self, key: str) -> None: ...
     def scroll(self, direction: str, magnitude: int = 800) -> None: ...
     def scroll_at(self, x: int, y: int, direction: str, magnitude: int = 800) -> None: ...
+    def settle_input(self) -> Any:
+        """Return once the server has processed the input so far and the screen has settled
+        (before keys that depend on a click: the click may move the keyboard focus)."""
 
 
 @dataclass
@@ -153,9 +156,22 @@ def _hover_at(args: PointArgs, ctx: ActionContext) -> Pixels:
     return {"x": x, "y": y}
 
 
+def _click_for_keys(ctx: ActionContext, x: int, y: int) -> None:
+    """Click, then wait until the click has taken effect, for the keys that follow it.
+
+    Every handler that clicks and then types within one action uses this: a window manager
+    gives the clicked window the keyboard focus only after it has seen the click, and keys
+    sent in the same burst would go to the window focused before. (Keys of a *later* call,
+    say Gemini 3.5's ``type`` after its ``click`` in the same turn, need nothing more: the
+    graph takes a settled screenshot after every action, which also waits for the server.)
+    """
+    ctx.hands.click(x, y)
+    ctx.hands.settle_input()
+
+
 def _type_text_at(args: TypeTextAtArgs, ctx: ActionContext) -> Pixels:
     x, y = ctx.px(args.x, args.y)
-    ctx.hands.click(x, y)
+    _click_for_keys(ctx, x, y)
     ctx.hands.type_text(
         args.text, press_enter=args.press_enter, clear_first=args.clear_before_typing
     )

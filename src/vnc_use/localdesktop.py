@@ -355,7 +355,8 @@ class LocalDesktop:
     """The per-user managed desktop in ``state_dir`` (default :func:`default_state_dir`).
 
     :meth:`up` starts it (or finds it running), :meth:`status` reports on it, :meth:`down`
-    stops exactly the processes it started. ``size`` and ``browser`` apply when it starts.
+    stops exactly the processes it started. ``size``, ``browser`` and ``display`` (the X
+    display number; default the lowest free one from 1) apply when it starts.
     """
 
     def __init__(
@@ -366,9 +367,15 @@ class LocalDesktop:
         browser: str = "auto",
         start_timeout: float = 30.0,
         stop_timeout: float = 10.0,
+        display: int | None = None,
     ) -> None:
         if browser not in BROWSERS:
             raise ConfigError(f"unknown browser {browser!r}; choose one of {', '.join(BROWSERS)}")
+        if display is not None and not 0 <= display <= MAX_DISPLAY:
+            raise ConfigError(
+                f"display number {display} is out of range; choose one from 0 to {MAX_DISPLAY}"
+            )
+        self.display = display
         self.state_dir = Path(state_dir).expanduser() if state_dir else default_state_dir()
         self.size = size
         self.browser = browser
@@ -467,6 +474,12 @@ class LocalDesktop:
         with self._locked():
             status = self.status()
             if status.running and status.state is not None:
+                wanted = f":{self.display}" if self.display is not None else None
+                if wanted is not None and status.state.display != wanted:
+                    raise ConfigError(
+                        f"the local desktop already runs on display {status.state.display}, "
+                        f"not {wanted}; stop it first (vnc-use desktop down) to move it"
+                    )
                 return status.state, False
             if status.state is not None:  # stale: stop whatever of it is left
                 self._stop_all(status.state)
@@ -725,8 +738,9 @@ class LocalDesktop:
     def _start_xvnc(self, xvnc: str) -> DesktopState:
         width, height = self.size
         last_error = ""
-        for attempt in range(8):
-            number = _free_display(start=1 + attempt)
+        attempts = 8 if self.display is None else 1
+        for attempt in range(attempts):
+            number = self._display_number(attempt)
             port = 5900 + number if port_free(5900 + number) else free_port()
             state = DesktopState(
                 display=f":{number}",
@@ -752,6 +766,8 @@ class LocalDesktop:
                 record = self._spawn(state, "Xvnc", argv)
             except LocalDesktopError:  # exited at once (the display was taken meanwhile)
                 last_error = self._log_tail("Xvnc")
+                if self.display is not None:
+                    break
                 continue
             deadline = time.monotonic() + self.start_timeout
             while time.monotonic() < deadline:
@@ -769,7 +785,24 @@ class LocalDesktop:
             _reap(record.pid)
             last_error = self._log_tail("Xvnc")
             log.debug("Xvnc :%d exited early: %s", number, last_error)
+        if self.display is not None:
+            raise LocalDesktopError(
+                f"Xvnc did not start on display :{self.display}: {last_error}; choose another "
+                "--display, or leave it out to take a free one"
+            )
         raise LocalDesktopError(f"Xvnc did not start after 8 attempts: {last_error}")
+
+    def _display_number(self, attempt: int) -> int:
+        """The chosen display (refused when busy), else the lowest free one from 1."""
+        if self.display is None:
+            return _free_display(start=1 + attempt)
+        if not display_free(self.display):
+            raise ConfigError(
+                f"display :{self.display} is busy (an X server or its lock file "
+                f"/tmp/.X{self.display}-lock is there); choose another --display, or leave it "
+                "out to take a free one"
+            )
+        return self.display
 
     def _wait(
         self, ready: Callable[[], bool], deadline: float, state: DesktopState, what: str
@@ -874,6 +907,10 @@ class LocalDesktop:
 def _new_password() -> str:
     # VNC authentication uses the first 8 characters only.
     return "".join(secrets.choice(_PASSWORD_ALPHABET) for _ in range(8))
+
+
+#: Highest display number ``--display`` accepts (its VNC port, 5900 + N, must exist).
+MAX_DISPLAY = 59635
 
 
 def _free_display(start: int) -> int:

@@ -15,11 +15,14 @@ animation whose frames come faster than that.
 connection receives anyway. It keeps one *incremental* update request outstanding: the
 server answers it only when something changed, with just the changed rectangles, which the
 client paints into its copy of the screen. So "no change in the last T ms" costs nothing but
-a timer. When the quiet period is over, one tiny *non-incremental* request (a 1x1 "marker" at
-the origin) makes the server answer at once with that pixel plus everything changed since
-(it also absorbs the outstanding incremental request, so none is left behind): if the answer
-holds no real change, the screen has settled and the client's copy *is* the current frame,
-with no full refresh. The first wait on a connection starts with one full refresh so the
+a timer. When the quiet period is over, a whole-screen incremental request followed by one
+tiny *non-incremental* request (a 1x1 "marker" at the origin) makes the server answer at once
+with that pixel plus everything changed since it last sent an update (one answer absorbs all
+outstanding requests, so none is left behind): if the answer holds no real change, the screen
+has settled and the client's copy *is* the current frame, with no full refresh. The
+incremental request matters on a slow link: without it, an update already on its way when
+the marker is sent would use up the outstanding request, and the marker's answer would hold
+the pixel alone. The first wait on a connection starts with one full refresh so the
 client's copy is complete.
 
 Any other frame source (anything with ``screenshot()``) is polled instead with the same rule.
@@ -240,6 +243,14 @@ class UpdateWatcher:
         self._expired = now - self._last_change < p.quiet or now - self._t0 < p.min_wait
         self._state = "marker"
         self._changed_since_marker = False
+        # The whole screen, incrementally, *then* the marker: the marker's answer then carries
+        # everything changed up to it. On a link whose round trip is longer than the quiet
+        # period, the update answering the outstanding request may still be on its way; it
+        # uses up that request, and when it holds only a cursor-sized change, what the app
+        # drew after it would otherwise stay at the server, never fetched, while the marker's
+        # 1x1 answer ended the wait as "settled" (issue 15). A server that answers the two
+        # requests one by one sends the changes first: they count before the marker's answer.
+        self._channel.request(incremental=True)
         self._channel.request(incremental=False, marker=True)
 
     def _finish(self, *, settled: bool) -> None:

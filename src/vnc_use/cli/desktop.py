@@ -54,6 +54,13 @@ def register(sub: Any) -> None:
     up.add_argument(
         "--browser", default="auto", choices=BROWSERS, help="default: Chromium, else Firefox ESR"
     )
+    up.add_argument(
+        "--display",
+        type=int,
+        default=None,
+        metavar="N",
+        help="X display number to use (default: the lowest free one from :1)",
+    )
     _state_dir_option(up)
     up.set_defaults(func=command_up)
     status = actions.add_parser("status", help="is it running? (exit code 0 yes, 1 no)")
@@ -93,7 +100,10 @@ def register(sub: Any) -> None:
 def _desktop(args: argparse.Namespace) -> LocalDesktop:
     size = parse_size(getattr(args, "size", "1440x900"))
     browser = getattr(args, "browser", "auto")
-    return LocalDesktop(getattr(args, "state_dir", None), size=size, browser=browser)
+    display = getattr(args, "display", None)
+    return LocalDesktop(
+        getattr(args, "state_dir", None), size=size, browser=browser, display=display
+    )
 
 
 def _describe(state: DesktopState) -> str:
@@ -139,6 +149,7 @@ def command_status(args: argparse.Namespace) -> int:
     for record in status.state.processes:
         alive = "running" if status.alive.get(record.name) else "gone"
         print(f"  {record.name:<8} pid {record.pid:<8} {alive}")
+    print(f"  X display:    {status.state.display} (DISPLAY={status.state.display} for X programs)")
     print(f"  state folder: {desk.state_dir}")
     return EXIT_DONE if status.running else EXIT_ERROR
 

@@ -17,6 +17,7 @@ from vnc_use.cli import desktop as desktop_commands
 from vnc_use.cli import progress
 from vnc_use.cli.common import EXIT_CODES, EXIT_ERROR, add_runs_dir
 from vnc_use.errors import ConfigError
+from vnc_use.region import ScreenRegion
 from vnc_use.types import RunResult
 
 
@@ -82,6 +83,13 @@ def register(sub: Any) -> None:
         help="VNC server address (default: the local desktop, started when needed)",
     )
     run.add_argument("--view", action="store_true", help="serve a live view while it runs")
+    run.add_argument(
+        "--screen-region",
+        default=None,
+        metavar="WxH+X+Y",
+        help="the part of the VNC framebuffer that is the screen, for servers that export "
+        "more (several monitors, x11vnc -ncache); kept for approve/deny/resume",
+    )
     run.add_argument("--task", required=True, help="what to do, in plain words")
     run.add_argument("--step-limit", type=int, default=40, metavar="N")
     run.add_argument("--timeout", type=float, default=300.0, metavar="S", help="seconds budget")
@@ -138,6 +146,8 @@ def register(sub: Any) -> None:
 
 def command(args: argparse.Namespace) -> int:
     """Run one of the four commands; returns the exit code of the run's outcome."""
+    if getattr(args, "screen_region", None) is not None:  # a bad one fails before anything
+        ScreenRegion.parse(args.screen_region)
     desktop_commands.use_local_desktop(args)  # no --vnc: the local desktop
     with desktop_commands.live_view_for_run(args):
         result = _drive(args)
@@ -223,6 +233,7 @@ def _make_agent(args: argparse.Namespace, saved: dict[str, Any] | None) -> Any:
     }
     if args.command == "run":
         kwargs.update(
+            screen_region=args.screen_region,
             step_limit=args.step_limit,
             seconds_timeout=args.timeout,
             excluded_actions=args.exclude or None,
@@ -237,7 +248,13 @@ def _make_agent(args: argparse.Namespace, saved: dict[str, Any] | None) -> Any:
             keep_browser_actions=args.keep_browser_actions,
         )
     else:
-        for key in ("step_limit", "seconds_timeout", "hitl_mode", "include_initial_screenshot"):
+        for key in (
+            "step_limit",
+            "seconds_timeout",
+            "hitl_mode",
+            "include_initial_screenshot",
+            "screen_region",
+        ):
             if key in saved:
                 kwargs[key] = saved[key]
         if saved.get("excluded_actions"):

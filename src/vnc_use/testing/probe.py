@@ -26,6 +26,13 @@ For settle-detection tests and benchmarks the probe can also keep the screen bus
   colour) and ``animated`` (the final colour is drawn: ``n``, ``color``).
 * ``--ticker``: F9 toggles a *ticker*, a 240x40 box near the bottom left that changes every
   25 ms, like a clock or a video (events ``ticker`` with ``on``).
+* ``--no-status``: the status line does not echo events, so the first thing a click changes
+  is its cursor-sized square (what a slow link's first update after an action often holds).
+
+With ``--window WxH+X+Y`` the probe is an ordinary window of that size and place instead,
+managed by the window manager (for focus tests with several windows): ``ready`` also carries
+its ``origin`` (root pixels of its top-left corner; the ``entry`` box is relative to it), and
+``focus`` events (``on`` true/false) tell when it gains or loses the keyboard focus.
 
 :class:`ProbeLog` reads the file from tests and waits for events without fixed sleeps.
 This module imports :mod:`tkinter` only when the app runs.
@@ -35,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -127,6 +135,8 @@ class _Probe:
         animate_ms: int = 0,
         animate_delay_ms: int = 0,
         ticker: bool = False,
+        window: tuple[int, int, int, int] | None = None,
+        status: bool = True,
     ) -> None:
         import tkinter as tk
 
@@ -144,10 +154,16 @@ class _Probe:
         self.shift_keys: set[str] = set()
         self.root = tk.Tk(className="vnc-use-probe")
         self.root.title(title)
-        width, height = self.root.winfo_screenwidth(), self.root.winfo_screenheight()
+        self.window = window
+        self.show_status = status
+        if window is None:
+            width, height = self.root.winfo_screenwidth(), self.root.winfo_screenheight()
+            self.root.overrideredirect(True)
+            self.root.geometry(f"{width}x{height}+0+0")
+        else:
+            width, height, left, top = window
+            self.root.geometry(f"{width}x{height}+{left}+{top}")
         self.size = (width, height)
-        self.root.overrideredirect(True)
-        self.root.geometry(f"{width}x{height}+0+0")
         self.canvas = tk.Canvas(
             self.root, width=width, height=height, bg=_BACKGROUND, highlightthickness=0
         )
@@ -184,13 +200,20 @@ class _Probe:
         self.entry.bind("<Control-a>", self.on_select_all)
         self.entry.bind("<Return>", lambda e: self.emit("submit", text=self.text.get()))
         self.text.trace_add("write", lambda *_: self.emit("text", text=self.text.get()))
+        if self.window is not None:
+            # Tk hands a toplevel's keyboard focus to its entry: the entry's focus is the window's.
+            self.entry.bind("<FocusIn>", lambda e: self.on_focus(e, True), add="+")
+            self.entry.bind("<FocusOut>", lambda e: self.on_focus(e, False), add="+")
+
+    def on_focus(self, e: Any, on: bool) -> None:
+        self.emit("focus", on=on)
 
     def emit(self, type: str, **fields: Any) -> None:
         self.seq += 1
         event = {"type": type, "seq": self.seq, "t": round(time.time(), 6), **fields}
         self.out.write(json.dumps(event) + "\n")
         self.out.flush()
-        if type not in ("motion", "text"):
+        if self.show_status and type not in ("motion", "text"):
             label = " ".join(f"{k}={v}" for k, v in fields.items())
             self.canvas.itemconfigure(self.status, text=f"#{self.seq} {type} {label}"[:160])
 
@@ -292,6 +315,7 @@ class _Probe:
                 entry=[x, y, w, h],
                 panel=list(self.panel_box),
                 ticker=list(self.ticker_box),
+                origin=[self.root.winfo_rootx(), self.root.winfo_rooty()],
             )
             return
         if time.monotonic() > deadline:
@@ -389,7 +413,27 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="let F9 toggle a box that changes every 25 ms (a screen that never settles)",
     )
+    parser.add_argument(
+        "--window",
+        default=None,
+        metavar="WxH+X+Y",
+        help="an ordinary window of this size and place (for a window manager) instead of "
+        "the full screen",
+    )
+    parser.add_argument(
+        "--no-status",
+        action="store_true",
+        help="do not echo events in the status line (a click then changes only a 12x12 square "
+        "at once, and the animation panel if --animate)",
+    )
     args = parser.parse_args(argv)
+    window = None
+    if args.window is not None:
+        match = re.fullmatch(r"(\d+)x(\d+)\+(\d+)\+(\d+)", args.window)
+        if match is None:
+            parser.error(f"bad --window {args.window!r}; use WxH+X+Y, e.g. 400x300+0+0")
+        width, height, left, top = (int(v) for v in match.groups())
+        window = (width, height, left, top)
     out: IO[str]
     out = sys.stdout if args.out == "-" else open(args.out, "a", encoding="utf-8")  # noqa: SIM115
     try:
@@ -400,6 +444,8 @@ def main(argv: list[str] | None = None) -> int:
             animate_ms=args.animate,
             animate_delay_ms=args.animate_delay,
             ticker=args.ticker,
+            window=window,
+            status=not args.no_status,
         ).run()
     except KeyboardInterrupt:
         pass
