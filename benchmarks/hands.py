@@ -26,7 +26,7 @@ from pathlib import Path
 
 from vncdotool import api
 
-from vnc_use.backends.vnc import VNCController
+from vnc_use.desktops.vnc import VNCController
 from vnc_use.testing.desktop import TestDesktop
 from vnc_use.testing.probe import ProbeLog
 

@@ -45,10 +45,10 @@ from PIL import Image
 
 from vnc_use import VncUseAgent
 from vnc_use.agent import AgentSettings
-from vnc_use.backends.vnc import VNCController
-from vnc_use.planners.gemini import GeminiComputerUse
-from vnc_use.png import PngEncoder, encode_png
-from vnc_use.settle import SettlePolicy, capture_settled
+from vnc_use.desktops.png import PngEncoder, encode_png
+from vnc_use.desktops.settle import SettlePolicy, capture_settled
+from vnc_use.desktops.vnc import VNCController
+from vnc_use.providers.gemini.planner import GeminiComputerUse
 from vnc_use.testing.delay_proxy import DelayProxy
 from vnc_use.testing.desktop import TestDesktop
 from vnc_use.testing.gemini_standin import FunctionCallSpec, GeminiStandIn, Reply

@@ -30,7 +30,7 @@ os.environ["VNC_USE_DESKTOP_DIR"] = tempfile.mkdtemp(prefix="vnc-use-test-deskto
 
 def pytest_sessionfinish() -> None:
     """Stop a managed desktop a test may have left in that folder, by its recorded PIDs."""
-    from vnc_use.localdesktop import LocalDesktop
+    from vnc_use.desktops.local import LocalDesktop
 
     state_dir = os.environ["VNC_USE_DESKTOP_DIR"]
     LocalDesktop(state_dir=state_dir).down()

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from vnc_use.backends.vnc import VNCController
+from vnc_use.desktops.vnc import VNCController
 from vnc_use.testing.desktop import TestDesktop
 from vnc_use.testing.probe import ProbeLog
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from vnc_use.planners.gemini import GeminiComputerUse
+from vnc_use.providers.gemini.planner import GeminiComputerUse
 from vnc_use.testing.gemini_standin import GeminiStandIn, make_png
 
 __all__ = [

@@ -21,7 +21,7 @@ from PIL import Image
 
 from vnc_use import VncUseAgent
 from vnc_use.agent import AgentSettings
-from vnc_use.planners.gemini import GeminiComputerUse
+from vnc_use.providers.gemini.planner import GeminiComputerUse
 from vnc_use.testing.desktop import TestDesktop
 from vnc_use.testing.gemini_standin import (
     FunctionCallSpec,

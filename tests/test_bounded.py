@@ -26,11 +26,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from vnc_use import VncUseAgent
-from vnc_use.planners.gemini import GeminiComputerUse
+from vnc_use.agent.state import extend_history
+from vnc_use.providers.gemini.planner import GeminiComputerUse
 from vnc_use.testing.desktop import TestDesktop
 from vnc_use.testing.gemini_standin import FunctionCallSpec, GeminiStandIn, Reply
 from vnc_use.testing.probe import ProbeLog
-from vnc_use.types import extend_history
 
 from gemini_fixtures import FAST_RETRY
 

@@ -19,8 +19,8 @@ import pytest
 from PIL import Image
 
 from vnc_use import VncUseAgent
-from vnc_use.backends.vnc import VNCController
-from vnc_use.planners.gemini import GeminiComputerUse
+from vnc_use.desktops.vnc import VNCController
+from vnc_use.providers.gemini.planner import GeminiComputerUse
 from vnc_use.testing.desktop import TestDesktop
 from vnc_use.testing.gemini_standin import FunctionCallSpec, GeminiStandIn, Reply
 from vnc_use.testing.x11vnc import X11vncDesktop

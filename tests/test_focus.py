@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from vnc_use.actions import GEMINI_25_TABLE, ValidatedAction
-from vnc_use.backends.vnc import VNCController
-from vnc_use.executor import ActionContext, execute
+from vnc_use.actions.execute import ActionContext, execute
+from vnc_use.desktops.vnc import VNCController
 from vnc_use.testing.desktop import TestDesktop
 from vnc_use.testing.probe import ProbeLog
 

@@ -24,14 +24,14 @@ from PIL import Image
 
 from vnc_use import VncUseAgent
 from vnc_use.actions import denorm
-from vnc_use.planners.gemini import GeminiComputerUse
+from vnc_use.agent.state import RunResult
+from vnc_use.providers.gemini.planner import GeminiComputerUse
 from vnc_use.testing.gemini_standin import (
     FunctionCallSpec,
     GeminiStandIn,
     Reply,
     require_confirmation,
 )
-from vnc_use.types import RunResult
 
 from desktop_fixtures import Probe
 

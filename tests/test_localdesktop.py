@@ -22,9 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from vnc_use.backends.vnc import VNCController
-from vnc_use.errors import VncAuthError
-from vnc_use.localdesktop import (
+from vnc_use.desktops.local import (
     ENV_STATE_DIR,
     LocalDesktop,
     default_state_dir,
@@ -32,7 +30,9 @@ from vnc_use.localdesktop import (
     process_start_time,
     session_members,
 )
-from vnc_use.settle import SettlePolicy
+from vnc_use.desktops.settle import SettlePolicy
+from vnc_use.desktops.vnc import VNCController
+from vnc_use.errors import VncAuthError
 from vnc_use.testing.gemini_standin import FunctionCallSpec, GeminiStandIn, Reply
 from vnc_use.testing.probe import ProbeLog
 
@@ -356,7 +356,7 @@ def test_run_without_a_key_does_not_start_a_desktop(tmp_path: Path) -> None:
 def test_up_on_a_chosen_display_refuses_a_busy_one(tmp_path: Path) -> None:
     """``--display N``: a display a real X server holds gives one line naming it; a free one
     is used, shown by ``status``; another ``--display`` while it runs is refused."""
-    from vnc_use.xserver import display_free
+    from vnc_use.desktops.xserver import display_free
 
     xvfb = shutil.which("Xvfb")
     assert xvfb, "Xvfb is missing: run ./scripts/install.sh"

@@ -14,16 +14,16 @@ from vnc_use.actions import (
     ValidatedAction,
     WaitArgs,
 )
-from vnc_use.backends.vnc import VNCController
-from vnc_use.errors import ConfigError
-from vnc_use.executor import (
+from vnc_use.actions.execute import (
     GEMINI_25_HANDLERS,
     GEMINI_35_HANDLERS,
     HANDLERS_BY_TABLE,
     ActionContext,
     execute,
 )
-from vnc_use.models import (
+from vnc_use.desktops.vnc import VNCController
+from vnc_use.errors import ConfigError
+from vnc_use.providers.gemini.families import (
     DEFAULT_FAMILY,
     FAMILIES,
     GEMINI_3,
@@ -34,7 +34,7 @@ from vnc_use.models import (
     find_family,
     normalize_environment,
 )
-from vnc_use.planners.gemini import DEFAULT_MODEL, GeminiComputerUse
+from vnc_use.providers.gemini.planner import DEFAULT_MODEL, GeminiComputerUse
 
 BROWSER_ONLY_25 = ["open_web_browser", "go_back", "go_forward", "search", "navigate"]
 

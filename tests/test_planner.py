@@ -13,7 +13,7 @@ from google.genai import types
 from PIL import Image
 
 from vnc_use.errors import ApiError, ConfigError, PlannerError
-from vnc_use.planners.gemini import (
+from vnc_use.providers.gemini.planner import (
     DEFAULT_MODEL,
     CustomFunction,
     GeminiComputerUse,

@@ -13,8 +13,8 @@ from PIL import Image, ImageDraw
 
 from vnc_use import VncUseAgent
 from vnc_use.agent import AgentSettings
-from vnc_use.planners.gemini import GeminiComputerUse
-from vnc_use.png import PngEncoder, encode_png, encode_screenshot, screen_size_of
+from vnc_use.desktops.png import PngEncoder, encode_png, encode_screenshot, screen_size_of
+from vnc_use.providers.gemini.planner import GeminiComputerUse
 from vnc_use.testing.gemini_standin import (
     FunctionCallSpec,
     GeminiStandIn,

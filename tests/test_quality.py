@@ -37,7 +37,7 @@ def test_vncdotool_is_imported_in_one_module_only() -> None:
             for line in p.read_text("utf-8").splitlines()
         )
     ]
-    assert users == ["src/vnc_use/backends/vnc.py"]
+    assert users == ["src/vnc_use/desktops/vnc.py"]
 
 
 def test_only_the_cli_prints() -> None:

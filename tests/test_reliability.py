@@ -26,8 +26,8 @@ from typing import Any
 import pytest
 
 from vnc_use import VncUseAgent
-from vnc_use.journal import Journal, call_key
-from vnc_use.planners.gemini import GeminiComputerUse
+from vnc_use.agent.journal import Journal, call_key
+from vnc_use.providers.gemini.planner import GeminiComputerUse
 from vnc_use.testing.desktop import TestDesktop
 from vnc_use.testing.gemini_standin import FunctionCallSpec, GeminiStandIn, Reply
 

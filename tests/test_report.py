@@ -22,10 +22,10 @@ import pytest
 from PIL import Image
 
 from vnc_use import VncUseAgent
-from vnc_use.logging_utils import RunFolder
-from vnc_use.planners.gemini import GeminiComputerUse
-from vnc_use.report import write_gif, write_report
-from vnc_use.report_markers import COLORS
+from vnc_use.providers.gemini.planner import GeminiComputerUse
+from vnc_use.record.folder import RunFolder
+from vnc_use.record.report import write_gif, write_report
+from vnc_use.record.report.markers import COLORS
 from vnc_use.testing.gemini_standin import (
     FunctionCallSpec,
     GeminiStandIn,
@@ -336,7 +336,7 @@ def test_intent_sensitive_text_and_secrets(tmp_path: Path, browser: Browser) -> 
 
 
 def test_a_report_failure_never_breaks_a_run(tmp_path: Path) -> None:
-    from vnc_use.report import write_report_safely
+    from vnc_use.record.report import write_report_safely
 
     folder = RunFolder(tmp_path, "broken")
     (folder.path / "report.html").mkdir()  # writing the report will fail
@@ -345,7 +345,7 @@ def test_a_report_failure_never_breaks_a_run(tmp_path: Path) -> None:
 
 
 def test_png_size_reads_the_header_only(tmp_path: Path) -> None:
-    from vnc_use.report_model import png_size
+    from vnc_use.record.report.model import png_size
 
     path = tmp_path / "x.png"
     path.write_bytes(make_png(37, 21))

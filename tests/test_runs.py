@@ -21,8 +21,8 @@ import pytest
 
 from vnc_use import VncUseAgent
 from vnc_use.cli import main
-from vnc_use.planners.gemini import GeminiComputerUse
-from vnc_use.runs import list_runs, summarize
+from vnc_use.providers.gemini.planner import GeminiComputerUse
+from vnc_use.record.runs import list_runs, summarize
 from vnc_use.testing.gemini_standin import (
     FunctionCallSpec,
     GeminiStandIn,

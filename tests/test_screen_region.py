@@ -25,11 +25,12 @@ import pytest
 from PIL import Image
 
 from vnc_use.actions import GEMINI_25_TABLE, ValidatedAction, denorm
-from vnc_use.backends.vnc import VNCController
+from vnc_use.actions.execute import ActionContext, execute
+from vnc_use.desktops.region import ScreenRegion, check_framebuffer
+from vnc_use.desktops.settle import capture_settled
+from vnc_use.desktops.vnc import VNCController
+from vnc_use.desktops.xserver import display_free, free_port, port_open
 from vnc_use.errors import ConfigError
-from vnc_use.executor import ActionContext, execute
-from vnc_use.region import ScreenRegion, check_framebuffer
-from vnc_use.settle import capture_settled
 from vnc_use.testing.gemini_standin import (
     FunctionCallSpec,
     GeminiStandIn,
@@ -37,7 +38,6 @@ from vnc_use.testing.gemini_standin import (
     require_confirmation,
 )
 from vnc_use.testing.probe import ProbeLog
-from vnc_use.xserver import display_free, free_port, port_open
 
 pytestmark = pytest.mark.desktop
 

@@ -23,9 +23,7 @@ from PIL import Image, ImageChops
 
 from vnc_use import VncUseAgent
 from vnc_use.agent import AgentSettings
-from vnc_use.backends.vnc import VNCController
-from vnc_use.planners.gemini import GeminiComputerUse
-from vnc_use.settle import (
+from vnc_use.desktops.settle import (
     SettlePolicy,
     UpdateWatcher,
     WatchResult,
@@ -33,6 +31,8 @@ from vnc_use.settle import (
     capture_settled,
     is_blink,
 )
+from vnc_use.desktops.vnc import VNCController
+from vnc_use.providers.gemini.planner import GeminiComputerUse
 from vnc_use.testing.desktop import TestDesktop
 from vnc_use.testing.gemini_standin import FunctionCallSpec, GeminiStandIn, Reply
 from vnc_use.testing.probe import ProbeLog, animation_color

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from vnc_use.settle import Rect, SettlePolicy, UpdateWatcher, WatchResult
+from vnc_use.desktops.settle import Rect, SettlePolicy, UpdateWatcher, WatchResult
 
 SCREEN = (800, 600)
 MARKER: Rect = (0, 0, 1, 1)

@@ -22,8 +22,8 @@ import pytest
 from PIL import Image
 
 from vnc_use.agent import AgentSettings
-from vnc_use.backends.vnc import VNCController
-from vnc_use.settle import capture_settled
+from vnc_use.desktops.settle import capture_settled
+from vnc_use.desktops.vnc import VNCController
 from vnc_use.testing.delay_proxy import DelayProxy
 from vnc_use.testing.desktop import TestDesktop
 from vnc_use.testing.probe import ProbeLog, animation_color

@@ -17,7 +17,7 @@ import pytest
 from google.genai import types
 
 from vnc_use.errors import ApiError
-from vnc_use.planners.gemini import DEFAULT_MODEL, GeminiComputerUse
+from vnc_use.providers.gemini.planner import DEFAULT_MODEL, GeminiComputerUse
 from vnc_use.testing.gemini_standin import (
     EXHAUSTED_TEXT,
     FunctionCallSpec,

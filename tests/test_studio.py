@@ -18,7 +18,7 @@ from pathlib import Path
 
 from langgraph.graph.state import CompiledStateGraph
 
-from vnc_use.graph import build_graph
+from vnc_use.agent.graph import build_graph
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAPSHOT = Path(__file__).resolve().parent / "graph.mermaid"

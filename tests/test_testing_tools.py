@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from vnc_use.backends.vnc import VNCController
+from vnc_use.desktops.vnc import VNCController
 from vnc_use.errors import VncConnectionError
 
 pytestmark = pytest.mark.desktop

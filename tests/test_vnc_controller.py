@@ -16,14 +16,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image, ImageChops
 
-from vnc_use.backends.vnc import (
+from vnc_use.desktops.png import encode_png
+from vnc_use.desktops.vnc import (
     PIXELS_PER_NOTCH,
     VNCController,
     parse_server,
     to_vnc_keys,
 )
 from vnc_use.errors import ConfigError, VncAuthError, VncConnectionError, VncTimeoutError
-from vnc_use.png import encode_png
 from vnc_use.testing.desktop import TestDesktop
 
 from desktop_fixtures import Probe

@@ -33,8 +33,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from vnc_use.backends.rfb_security import MODP_4096, Security, apple_dh_decrypt
-from vnc_use.backends.vnc import VNCController
+from vnc_use.desktops.rfb_security import MODP_4096, Security, apple_dh_decrypt
+from vnc_use.desktops.vnc import VNCController
 from vnc_use.errors import ConfigError, VncAuthError, VncConnectionError, VncTimeoutError
 from vnc_use.testing.desktop import TestDesktop
 from vnc_use.testing.gemini_standin import (

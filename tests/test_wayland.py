@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from vnc_use.backends.vnc import VNCController
+from vnc_use.desktops.vnc import VNCController
 from vnc_use.testing.wayland import WaylandDesktop
 
 pytestmark = pytest.mark.desktop

@@ -21,7 +21,7 @@ from vnc_use.errors import (
 
 if TYPE_CHECKING:
     from vnc_use.agent import VncUseAgent
-    from vnc_use.types import RunResult
+    from vnc_use.agent.state import RunResult
 
 __all__ = [
     "ApiError",
@@ -46,7 +46,7 @@ def __getattr__(name: str) -> Any:
 
         return VncUseAgent
     if name == "RunResult":
-        from vnc_use.types import RunResult
+        from vnc_use.agent.state import RunResult
 
         return RunResult
     raise AttributeError(f"module 'vnc_use' has no attribute {name!r}")

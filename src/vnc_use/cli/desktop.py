@@ -16,8 +16,8 @@ from types import FrameType
 from typing import Any, TextIO
 
 from vnc_use.cli.common import EXIT_DONE, EXIT_ERROR
+from vnc_use.desktops.local import BROWSERS, ENV_STATE_DIR, DesktopState, LocalDesktop, parse_size
 from vnc_use.errors import ConfigError
-from vnc_use.localdesktop import BROWSERS, ENV_STATE_DIR, DesktopState, LocalDesktop, parse_size
 
 __all__ = [
     "DEFAULT_VIEW_PORT",
@@ -178,7 +178,7 @@ def _view_target(args: argparse.Namespace) -> tuple[str, int, str, bool, str]:
 
     ``enforced`` tells whether a view-only view is enforced by the VNC server.
     """
-    from vnc_use.backends.vnc import parse_server
+    from vnc_use.desktops.vnc import parse_server
 
     interactive = bool(getattr(args, "interactive", False))
     if args.vnc:
@@ -208,7 +208,7 @@ def _view_target(args: argparse.Namespace) -> tuple[str, int, str, bool, str]:
 
 
 def _start_view(args: argparse.Namespace, host: str, port: int, password: str) -> Any:
-    from vnc_use.liveview import LiveView
+    from vnc_use.desktops.liveview import LiveView
 
     interactive = bool(getattr(args, "interactive", False))
     novnc = getattr(args, "novnc_dir", None)

@@ -9,7 +9,8 @@ A step line reads::
 
     step 2: type_text_at(x=500, y=118, text='hi') -> px (720, 106)  [3 ms; model 41 ms]
 
-Typed text is shown through :func:`vnc_use.report_describe.typed_text` (hidden when the action
+Typed text is shown through :func:`vnc_use.record.report.describe.typed_text` (hidden when the
+action
 is marked sensitive), the one place that decides it.
 """
 
@@ -25,7 +26,7 @@ from rich.console import Console
 from rich.status import Status
 from rich.text import Text
 
-from vnc_use.report_describe import call_text, grid_pixels, intent, is_sensitive
+from vnc_use.record.report.describe import call_text, grid_pixels, intent, is_sensitive
 
 __all__ = ["LineFormatter", "Mode", "Progress", "choose_mode", "for_args"]
 

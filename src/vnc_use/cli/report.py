@@ -14,9 +14,9 @@ from typing import Any
 
 from vnc_use.cli.common import EXIT_DONE, add_runs_dir
 from vnc_use.cli.progress import LineFormatter, plain
-from vnc_use.logging_utils import Redactor
-from vnc_use.report import GIF_NAME, REPORT_NAME, write_gif, write_report
-from vnc_use.runs import RunSummary, list_runs, read_events, run_folder, summarize
+from vnc_use.record.folder import Redactor
+from vnc_use.record.report import GIF_NAME, REPORT_NAME, write_gif, write_report
+from vnc_use.record.runs import RunSummary, list_runs, read_events, run_folder, summarize
 
 __all__ = ["register"]
 

@@ -13,12 +13,12 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from vnc_use.agent.state import RunResult
 from vnc_use.cli import desktop as desktop_commands
 from vnc_use.cli import progress
 from vnc_use.cli.common import EXIT_CODES, EXIT_ERROR, add_runs_dir
+from vnc_use.desktops.region import ScreenRegion
 from vnc_use.errors import ConfigError
-from vnc_use.region import ScreenRegion
-from vnc_use.types import RunResult
 
 
 def _common(p: argparse.ArgumentParser) -> None:

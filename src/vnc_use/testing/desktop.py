@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 from types import TracebackType
 
+from vnc_use.desktops.xserver import display_free, free_port, port_open
 from vnc_use.errors import ConfigError
-from vnc_use.xserver import display_free, free_port, port_open
 
 __all__ = ["DesktopError", "TestDesktop"]
 

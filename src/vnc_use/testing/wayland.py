@@ -46,7 +46,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from vnc_use.xserver import free_port
+from vnc_use.desktops.xserver import free_port
 
 __all__ = ["DESKTOP_USER", "WaylandDesktop", "WaylandDesktopError", "make_test_certificates"]
 

@@ -18,8 +18,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from vnc_use.desktops.xserver import port_open
 from vnc_use.testing.desktop import DesktopError, TestDesktop, _stop_process
-from vnc_use.xserver import port_open
 
 __all__ = ["X11vncDesktop"]
 

@@ -39,8 +39,8 @@ from vnc_use.actions import (
     GEMINI_35_TABLE,
     ActionTable,
 )
+from vnc_use.actions.execute import GEMINI_25_HANDLERS, GEMINI_35_HANDLERS, Handler
 from vnc_use.errors import ConfigError
-from vnc_use.executor import GEMINI_25_HANDLERS, GEMINI_35_HANDLERS, Handler
 
 __all__ = [
     "DEFAULT_FAMILY",

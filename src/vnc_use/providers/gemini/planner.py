@@ -28,7 +28,7 @@ from google.genai import types
 
 from vnc_use.actions import GEMINI_25_TABLE, ActionTable, split_safety_decision
 from vnc_use.errors import ApiError, ConfigError, PlannerError
-from vnc_use.models import (
+from vnc_use.providers.gemini.families import (
     EnvironmentName,
     ModelFamily,
     family_by_name,
@@ -126,7 +126,8 @@ class Proposal:
 class GeminiComputerUse:
     """Planner for Gemini Computer Use models through the ``google-genai`` SDK.
 
-    ``model`` picks the model family (:func:`vnc_use.models.family_for_model`; ``family``
+    ``model`` picks the model family (:func:`vnc_use.providers.gemini.families.family_for_model`;
+    ``family``
     names one explicitly), which decides the action set (:attr:`action_table`) and how the
     ``environment`` goes on the wire. ``environment`` is ``"browser"`` or ``"desktop"`` (the
     ``ENVIRONMENT_*`` spellings work too); ``None`` means the family's default (desktop for

@@ -1,11 +1,11 @@
 """Planners: the part that asks a model what to do next.
 
 Each planner lives in its own module; ``gemini`` wraps Google's Gemini Computer Use models
-(the model families and their action sets are in :mod:`vnc_use.models`).
+(the model families and their action sets are in :mod:`vnc_use.providers.gemini.families`).
 """
 
-from vnc_use.models import FAMILIES, ModelFamily, family_for_model
-from vnc_use.planners.gemini import (
+from vnc_use.providers.gemini.families import FAMILIES, ModelFamily, family_for_model
+from vnc_use.providers.gemini.planner import (
     DEFAULT_MODEL,
     CustomFunction,
     GeminiComputerUse,

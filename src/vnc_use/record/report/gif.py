@@ -10,9 +10,9 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont
 
-from vnc_use.report_describe import call_text, grid_pixels
-from vnc_use.report_markers import Marker, arrow_head, marker_for, shaft_end
-from vnc_use.report_model import RunView, StepView
+from vnc_use.record.report.describe import call_text, grid_pixels
+from vnc_use.record.report.markers import Marker, arrow_head, marker_for, shaft_end
+from vnc_use.record.report.model import RunView, StepView
 
 __all__ = ["FRAME_MS", "render_gif"]
 

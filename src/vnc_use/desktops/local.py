@@ -46,8 +46,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from vnc_use.desktops.xserver import display_free, free_port, port_free, port_open
 from vnc_use.errors import ConfigError, VncUseError
-from vnc_use.xserver import display_free, free_port, port_free, port_open
 
 __all__ = [
     "APT_PACKAGES",
@@ -450,7 +450,7 @@ class LocalDesktop:
         status = self.status()
         if not status.running or status.state is None:
             return None
-        from vnc_use.backends.vnc import parse_server
+        from vnc_use.desktops.vnc import parse_server
 
         try:
             host, port = parse_server(server)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from vnc_use.errors import ConfigError
-from vnc_use.logging_utils import check_thread_id
+from vnc_use.record.folder import check_thread_id
 
 __all__ = ["RunSummary", "list_runs", "read_events", "run_folder", "summarize"]
 

@@ -39,7 +39,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from PIL import Image, ImageChops
 
-from vnc_use.png import DEFAULT_MAX_PNG_BYTES, encode_screenshot
+from vnc_use.desktops.png import DEFAULT_MAX_PNG_BYTES, encode_screenshot
 
 __all__ = [
     "FrameSource",
@@ -336,7 +336,7 @@ def capture_settled(
 
     A source with ``settled_frame`` (a :class:`VNCController`) waits on framebuffer updates;
     any other is polled every ``interval`` seconds with the same rule. ``max_size`` and
-    ``max_bytes`` are the downscale rule of :func:`vnc_use.png.encode_screenshot`.
+    ``max_bytes`` are the downscale rule of :func:`vnc_use.desktops.png.encode_screenshot`.
     """
     policy = SettlePolicy(quiet=quiet, min_wait=min_wait, max_wait=max_wait)
     if isinstance(source, UpdateSource):

@@ -1,6 +1,6 @@
 """RFB security types: names, which one to use, what to say when none fits, Apple's login.
 
-This module is pure (no vncdotool, no Twisted): the VNC backend (:mod:`vnc_use.backends.vnc`)
+This module is pure (no vncdotool, no Twisted): the VNC backend (:mod:`vnc_use.desktops.vnc`)
 feeds it what the server offered and what the user gave, and sends what it returns.
 
 Why vnc-use chooses the type itself: vncdotool takes the *largest* number it knows, so a Mac

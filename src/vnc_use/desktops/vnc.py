@@ -16,7 +16,7 @@ How it uses vncdotool (see ``reference/vncdotool-notes.md`` for the measured tra
 * ``api.shutdown()`` is registered once with :mod:`atexit` (the reactor cannot restart).
 * ``TCP_NODELAY`` is set on the socket (vncdotool's own check never fires).
 * The security handshake is vnc-use's own (``_Client``): the type is chosen by
-  :mod:`vnc_use.backends.rfb_security` among those whose credentials were given (VeNCrypt TLS
+  :mod:`vnc_use.desktops.rfb_security` among those whose credentials were given (VeNCrypt TLS
   first), VeNCrypt 0.2 and Apple's type 30 are spoken here, nothing ever reads a terminal,
   and every failure ends the connect at once with one line naming host and TCP port.
 * The connect is bounded by ``connect_timeout``; its message says how far it got (no TCP
@@ -58,7 +58,9 @@ from vncdotool.client import (
 from vncdotool.keys import KEYMAP
 from zope.interface import implementer
 
-from vnc_use.backends.rfb_security import (
+from vnc_use.desktops.png import encode_png
+from vnc_use.desktops.region import ScreenRegion, check_framebuffer
+from vnc_use.desktops.rfb_security import (
     APPLE_DH,
     NONE,
     PLAIN,
@@ -79,6 +81,7 @@ from vnc_use.backends.rfb_security import (
     plain_credentials,
     security_name,
 )
+from vnc_use.desktops.settle import Rect, SettlePolicy, UpdateWatcher, WatchResult
 from vnc_use.errors import (
     ConfigError,
     VncAuthError,
@@ -86,9 +89,6 @@ from vnc_use.errors import (
     VncTimeoutError,
     VncUseError,
 )
-from vnc_use.png import encode_png
-from vnc_use.region import ScreenRegion, check_framebuffer
-from vnc_use.settle import Rect, SettlePolicy, UpdateWatcher, WatchResult
 
 __all__ = [
     "INPUT_SETTLE",
@@ -321,7 +321,7 @@ class _Client(VNCDoToolClient):  # type: ignore[misc]
 
     The negotiation replaces vncdotool's (which takes the largest type number it knows and
     prompts on the terminal, inside the reactor thread, for a missing Apple user name): the
-    type comes from :func:`~vnc_use.backends.rfb_security.choose_security_type`, VeNCrypt's
+    type comes from :func:`~vnc_use.desktops.rfb_security.choose_security_type`, VeNCrypt's
     TLS subtypes are spoken here, and any failure ends the handshake at once through
     :meth:`_fail` with a one-line :mod:`vnc_use.errors` error. Nothing here reads a terminal.
     """
@@ -933,7 +933,7 @@ class VNCController:
     messages; coordinates outside the screen and bad names raise :class:`ValueError`.
 
     Set :attr:`screen_region` before :meth:`connect` when the server exports more than the
-    screen (see :mod:`vnc_use.region`): the controller then presents that rectangle as the
+    screen (see :mod:`vnc_use.desktops.region`): the controller then presents that rectangle as the
     screen (screenshots, :meth:`screen_size` and pointer coordinates are all region pixels).
     """
 
@@ -970,7 +970,7 @@ class VNCController:
         ``password`` is the VNC or user password, ``username`` the user name for logins that
         need one (macOS type 30, VeNCrypt Plain), ``ca_file`` a PEM file of the CA that signed
         the server's certificate (VeNCrypt X509 subtypes; default the system trust store).
-        The security type is chosen here (see :mod:`vnc_use.backends.rfb_security`) and
+        The security type is chosen here (see :mod:`vnc_use.desktops.rfb_security`) and
         available afterwards as :attr:`security`. Nothing ever prompts for credentials.
         """
         host, port = parse_server(server)
@@ -1163,7 +1163,7 @@ class VNCController:
     def settled_frame(self, policy: SettlePolicy) -> tuple[Image.Image, WatchResult]:
         """Wait until the screen stops changing, then return the frame (RGB) and how it went.
 
-        Uses the framebuffer updates of this connection (see :mod:`vnc_use.settle`): an
+        Uses the framebuffer updates of this connection (see :mod:`vnc_use.desktops.settle`): an
         incremental request stays outstanding while waiting, so only changed rectangles move
         and a quiet screen costs nothing; the frame is the client's copy of the screen, kept
         complete by those updates (one full refresh on the first call of a connection).

@@ -3,7 +3,7 @@
 Some servers export more than the screen the model should see: x11vnc's ``-ncache`` appends
 a pixel cache below the screen (a 1280x800 screen becomes a 1280x9600 framebuffer with
 ``-ncache 10``), and a multi-monitor server exports every monitor side by side. With a
-region, :class:`~vnc_use.backends.vnc.VNCController` presents that rectangle as the screen:
+region, :class:`~vnc_use.desktops.vnc.VNCController` presents that rectangle as the screen:
 screenshots are cropped to it, its size is the screen size the 0-999 grid maps into, and
 pointer positions are offset by its corner, so the executor, the settle/screenshot path and
 the report all work in region pixels without knowing about it.

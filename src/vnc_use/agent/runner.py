@@ -1,8 +1,8 @@
 """``VncUseAgent``: the public face of the agent, and its durable runs.
 
-The graph itself (nodes, routing) is in :mod:`vnc_use.graph`; this module compiles it with a
+The graph itself (nodes, routing) is in :mod:`vnc_use.agent.graph`; this module compiles it with a
 SQLite checkpointer, connects the desktop and the model, and turns the graph's state into a
-:class:`~vnc_use.types.RunResult`. A run's id is its LangGraph thread id, so ``approve``,
+:class:`~vnc_use.agent.state.RunResult`. A run's id is its LangGraph thread id, so ``approve``,
 ``deny`` and ``resume`` work from any process that opens the same ``runs_dir``.
 """
 
@@ -25,9 +25,13 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import RunControl
 from langgraph.types import Command
 
-from vnc_use import safety
-from vnc_use.backends.rfb_security import Security
-from vnc_use.backends.vnc import VNCController, parse_server
+from vnc_use.agent import approval as safety
+from vnc_use.agent.graph import AgentContext, AgentSettings, build_graph
+from vnc_use.agent.journal import Journal
+from vnc_use.agent.state import CUAState, RunResult
+from vnc_use.desktops.region import ScreenRegion
+from vnc_use.desktops.rfb_security import Security
+from vnc_use.desktops.vnc import VNCController, parse_server
 from vnc_use.errors import (
     ConfigError,
     VncAuthError,
@@ -36,13 +40,9 @@ from vnc_use.errors import (
     VncTimeoutError,
     VncUseError,
 )
-from vnc_use.graph import AgentContext, AgentSettings, build_graph
-from vnc_use.journal import Journal
-from vnc_use.logging_utils import RunFolder, check_thread_id
-from vnc_use.planners.gemini import DEFAULT_MODEL, GeminiComputerUse
-from vnc_use.region import ScreenRegion
-from vnc_use.report import write_report_safely
-from vnc_use.types import CUAState, RunResult
+from vnc_use.providers.gemini.planner import DEFAULT_MODEL, GeminiComputerUse
+from vnc_use.record.folder import RunFolder, check_thread_id
+from vnc_use.record.report import write_report_safely
 
 __all__ = ["CHECKPOINT_DB", "AgentSettings", "VncUseAgent"]
 
@@ -61,11 +61,13 @@ class VncUseAgent:
     Runs are checkpointed in ``<runs_dir>/vnc-use.sqlite`` under their thread id, so
     :meth:`approve`, :meth:`deny` and :meth:`resume` work from any process. ``screen_size`` is
     only a hint: the real size of every screenshot is what coordinates are scaled to.
-    ``screen_region`` (``"WxH+X+Y"``, see :mod:`vnc_use.region`) is the part of the server's
+    ``screen_region`` (``"WxH+X+Y"``, see :mod:`vnc_use.desktops.region`) is the part of the
+    server's
     framebuffer that is the screen, for servers that export more (multi-monitor, x11vnc's
     ``-ncache``); it is kept in ``run.json``.
 
-    ``model`` decides the action set (:mod:`vnc_use.models`: Gemini 2.5 / 3 Flash speak 13
+    ``model`` decides the action set (:mod:`vnc_use.providers.gemini.families`: Gemini 2.5 / 3
+    Flash speak 13
     functions, ``gemini-3.5-flash`` the intent-bearing set); ``model_family`` names the family
     for an id it does not know. ``environment`` is ``"browser"`` or ``"desktop"`` (default: the
     family's, desktop for 3.5); on a desktop the 2.5 / 3 browser-only functions are excluded
@@ -126,7 +128,7 @@ class VncUseAgent:
         self.settings.include_initial_screenshot = include_initial_screenshot
         self.settings.keep_screenshots = keep_screenshots
         # model picks the family (action set); environment "browser" | "desktop" (None: the
-        # family's default); see vnc_use.models.
+        # family's default); see vnc_use.providers.gemini.families.
         self.planner = planner or GeminiComputerUse(
             excluded_actions=excluded_actions,
             model=model,

@@ -111,7 +111,7 @@ def find_novnc(novnc_dir: str | Path | None = None) -> Path:
 
     Raises :class:`ConfigError` with the install command when it has no ``core/rfb.js``.
     """
-    from vnc_use.localdesktop import install_command
+    from vnc_use.desktops.local import install_command
 
     folder = Path(novnc_dir or os.environ.get(ENV_NOVNC_DIR) or DEFAULT_NOVNC_DIR)
     if not (folder / "core" / "rfb.js").is_file():
@@ -231,7 +231,7 @@ class _Server(ThreadingMixIn, HTTPServer):
         self.handler_id = 0
         self.web_auth = False
         self.host_token = False
-        self.logger = logging.getLogger("vnc_use.liveview.websockify")
+        self.logger = logging.getLogger("vnc_use.desktops.liveview.websockify")
         self._connections: set[socket.socket] = set()
         self._conn_lock = threading.Lock()
         super().__init__(address, _Handler)

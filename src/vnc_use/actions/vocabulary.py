@@ -13,7 +13,7 @@ Nothing outside a table may hard-code action names. Two vocabularies exist:
   ``triple_click``, ``hotkey``, ``scroll``, ... each with a required ``intent``), and
   :data:`GEMINI_35_DESKTOP_TABLE`, its ``ENVIRONMENT_DESKTOP`` subset (no browser navigation).
 
-Which table a model gets is decided by :mod:`vnc_use.models`.
+Which table a model gets is decided by :mod:`vnc_use.providers.gemini.families`.
 
 Executing an action on a desktop is not done here (see ``backends/``); this module only says
 what a valid action looks like and where on the screen it lands.

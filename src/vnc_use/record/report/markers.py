@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from vnc_use.report_describe import marker_label
-from vnc_use.report_model import StepView
+from vnc_use.record.report.describe import marker_label
+from vnc_use.record.report.model import StepView
 
 __all__ = ["COLORS", "Marker", "arrow_head", "marker_for", "shaft_end"]
 

@@ -15,9 +15,9 @@ import time
 from html import escape
 
 from vnc_use import __version__
-from vnc_use.report_describe import call_text, grid_pixels, intent, typed_text
-from vnc_use.report_markers import Marker, arrow_head, marker_for, shaft_end
-from vnc_use.report_model import Decision, ModelTurn, Note, RunView, StepView
+from vnc_use.record.report.describe import call_text, grid_pixels, intent, typed_text
+from vnc_use.record.report.markers import Marker, arrow_head, marker_for, shaft_end
+from vnc_use.record.report.model import Decision, ModelTurn, Note, RunView, StepView
 
 __all__ = ["STATUS_TEXT", "render_html"]
 

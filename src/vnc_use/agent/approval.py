@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from vnc_use.types import FunctionCallRecord
+from vnc_use.agent.state import FunctionCallRecord
 
 Decision = Literal["approve", "deny"]
 APPROVE: Literal["approve"] = "approve"

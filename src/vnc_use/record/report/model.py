@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from vnc_use.actions import denorm
-from vnc_use.report_describe import is_sensitive
-from vnc_use.runs import read_events
+from vnc_use.record.report.describe import is_sensitive
+from vnc_use.record.runs import read_events
 
 __all__ = ["Decision", "ModelTurn", "Note", "RunView", "StepView", "load_run", "png_size"]
 

@@ -3,7 +3,7 @@
 Progress lines, ``vnc-use show``, the HTML report and the GIF all describe calls through these
 functions, so what a person is shown of typed text is decided in one place:
 :func:`typed_text`. Events reach here already redacted by the run folder's
-:class:`~vnc_use.logging_utils.Redactor`; an action marked sensitive (``"sensitive": true`` on
+:class:`~vnc_use.record.folder.Redactor`; an action marked sensitive (``"sensitive": true`` on
 its event or in its arguments) additionally never shows its text.
 """
 

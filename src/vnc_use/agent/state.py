@@ -1,7 +1,7 @@
 """State, call records and results shared by the agent's parts.
 
 Screenshots never live in checkpointed state: each PNG is written once to the run folder under
-its sha256 (see :mod:`vnc_use.logging_utils`) and state holds that hex digest. The history
+its sha256 (see :mod:`vnc_use.record.folder`) and state holds that hex digest. The history
 (``contents``) is kept as plain JSON-able dicts, so checkpoints need no custom serializer:
 
 - ``{"turn": "user", "text": TASK, "screenshot": SHA | None, "screen_size": [W, H]}`` -- the

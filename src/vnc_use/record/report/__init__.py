@@ -6,7 +6,7 @@ problem break a run; ``vnc-use report ID [--gif]`` writes them on demand. Both a
 the run folder alone (``run.json``, ``events.jsonl``, ``screenshots/``), every value passed
 once more through the redactor, so they can show nothing the events do not.
 
->>> from vnc_use.report import write_report, write_gif     # doctest: +SKIP
+>>> from vnc_use.record.report import write_report, write_gif     # doctest: +SKIP
 >>> write_report("runs/3f2a9c1d0b7e")                       # doctest: +SKIP
 PosixPath('runs/3f2a9c1d0b7e/report.html')
 """
@@ -19,10 +19,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from vnc_use.logging_utils import RunFolder
-from vnc_use.report_gif import render_gif
-from vnc_use.report_html import render_html
-from vnc_use.report_model import RunView, load_run
+from vnc_use.record.folder import RunFolder
+from vnc_use.record.report.gif import render_gif
+from vnc_use.record.report.html import render_html
+from vnc_use.record.report.model import RunView, load_run
 
 __all__ = [
     "GIF_NAME",

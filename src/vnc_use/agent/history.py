@@ -1,6 +1,7 @@
 """The conversation history as checkpoint-friendly records, and its conversion to Gemini turns.
 
-State keeps the history as plain dicts (see :mod:`vnc_use.types`), with screenshots replaced by
+State keeps the history as plain dicts (see :mod:`vnc_use.agent.state`), with screenshots replaced
+by
 their sha256. :func:`to_contents` rebuilds the ``google.genai`` turns for a request and loads
 only the screenshots of the last ``keep_screenshots`` turns that carry one; older turns keep
 their text and ``response`` dict (the url, errors, acknowledgements) but not their image.
@@ -13,7 +14,7 @@ from typing import Any
 
 from google.genai import types
 
-from vnc_use.types import FunctionResponseRecord
+from vnc_use.agent.state import FunctionResponseRecord
 
 PNG = "image/png"
 

@@ -3,7 +3,7 @@
 ``graph`` is the graph :class:`~vnc_use.VncUseAgent` runs, compiled without a checkpointer
 (the LangGraph server brings its own persistence). Studio shows its topology and state schema
 from here. Its nodes reach the desktop and the model through the run context
-(:class:`~vnc_use.graph.AgentContext`: a live VNC connection, a Gemini client and a run
+(:class:`~vnc_use.agent.graph.AgentContext`: a live VNC connection, a Gemini client and a run
 folder), which only ``VncUseAgent`` builds: run tasks with ``vnc-use run`` or ``VncUseAgent``.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from langgraph.graph.state import CompiledStateGraph
 
-from vnc_use.graph import AgentContext, build_graph
-from vnc_use.types import CUAState
+from vnc_use.agent.graph import AgentContext, build_graph
+from vnc_use.agent.state import CUAState
 
 __all__ = ["graph"]
 

@@ -1,0 +1,33 @@
+"""The agent: a LangGraph graph (observe -> propose -> approve -> act) around a model and a desktop.
+
+- :mod:`~vnc_use.agent.runner` -- :class:`VncUseAgent`, the public entry point;
+- :mod:`~vnc_use.agent.graph` -- the graph, its nodes and routes;
+- :mod:`~vnc_use.agent.state` -- the checkpointed state and the records in it;
+- :mod:`~vnc_use.agent.history` -- the conversation as JSON records;
+- :mod:`~vnc_use.agent.journal` -- the action journal (no action performed twice);
+- :mod:`~vnc_use.agent.approval` -- approvals of the actions a model marks for confirmation.
+
+Importing this package is light: :class:`VncUseAgent` (LangGraph, the model SDK) loads on use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from vnc_use.agent.graph import AgentSettings
+    from vnc_use.agent.runner import VncUseAgent
+
+__all__ = ["AgentSettings", "VncUseAgent"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "VncUseAgent":
+        from vnc_use.agent.runner import VncUseAgent
+
+        return VncUseAgent
+    if name == "AgentSettings":
+        from vnc_use.agent.graph import AgentSettings
+
+        return AgentSettings
+    raise AttributeError(f"module 'vnc_use.agent' has no attribute {name!r}")

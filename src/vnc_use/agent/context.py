@@ -1,0 +1,129 @@
+"""What the graph's nodes share: the run's settings and context, and the screen capture.
+
+The context (:class:`AgentContext`) reaches the desktop, the model and the run folder; it lives
+in memory only and is never checkpointed. State holds only JSON-able values and screenshot
+digests (see :mod:`vnc_use.agent.state`).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from vnc_use.actions.execute import DEFAULT_SEARCH_URL
+from vnc_use.agent.journal import Journal
+from vnc_use.agent.state import CUAState
+from vnc_use.desktops.png import DEFAULT_MAX_PNG_BYTES, screen_size_of
+from vnc_use.desktops.settle import SettlePolicy, capture_fixed, capture_settled
+from vnc_use.desktops.vnc import VNCController
+from vnc_use.providers.gemini.planner import GeminiComputerUse
+from vnc_use.record.folder import RunFolder
+
+
+@dataclass
+class AgentSettings:
+    """Budgets and behaviour of a run (everything but the connections)."""
+
+    step_limit: int = 40
+    seconds_timeout: float = 300.0
+    hitl_mode: bool = True
+    include_initial_screenshot: bool = True
+    keep_screenshots: int = 3
+    search_url: str = DEFAULT_SEARCH_URL
+    settle_min_s: float = 0.0
+    settle_max_s: float = 1.0
+    settle_quiet_s: float = SettlePolicy.quiet
+    """After an action, the screen has settled once it did not change for this long."""
+    settle_fixed_s: float | None = None
+    """Sleep this long and take one frame instead of detecting the settle (for comparisons)."""
+    screenshot_max_size: tuple[int, int] | None = None
+    """Downscale screenshots to fit this size (coordinates still map to the real screen)."""
+    screenshot_max_bytes: int | None = DEFAULT_MAX_PNG_BYTES
+    """Downscale a screenshot whose PNG is bigger than this (huge images fail at the API)."""
+    wait_seconds: float = 5.0
+
+
+@dataclass
+class AgentContext:
+    """What the nodes use besides state; lives in memory only (never checkpointed)."""
+
+    controller: VNCController
+    planner: GeminiComputerUse
+    run: RunFolder
+    settings: AgentSettings
+    journal: Journal
+    secrets: dict[str, str] = field(default_factory=dict)
+    """Sensitive values by placeholder name: ``{{name}}`` in typed text becomes the value."""
+    stop: threading.Event = field(default_factory=threading.Event)
+
+
+def png_size(ctx: AgentContext, sha: str | None) -> tuple[int, int] | None:
+    """The real screen size a stored screenshot shows (not its image size: it may be
+    downscaled)."""
+    if not sha:
+        return None
+    return screen_size_of(ctx.run.load_screenshot(sha))
+
+
+def screen_size(ctx: AgentContext, state: CUAState) -> tuple[int, int] | None:
+    """The real screen size of the last screenshot the model saw (kept next to it in state)."""
+    size = state.get("last_screen_size")
+    if size:
+        return int(size[0]), int(size[1])
+    return png_size(ctx, state.get("last_screenshot_png"))
+
+
+def capture(ctx: AgentContext) -> tuple[str, tuple[int, int]]:
+    """A settled screenshot, stored in the run folder; returns its digest and the real screen
+    size (what grid coordinates scale to, even when the PNG is downscaled)."""
+    s = ctx.settings
+    size_rule: dict[str, Any] = {
+        "max_size": s.screenshot_max_size,
+        "max_bytes": s.screenshot_max_bytes,
+    }
+    if s.settle_fixed_s is not None:
+        shot = capture_fixed(ctx.controller, s.settle_fixed_s, stop=ctx.stop.wait, **size_rule)
+    else:
+        shot = capture_settled(
+            ctx.controller,
+            min_wait=s.settle_min_s,
+            max_wait=s.settle_max_s,
+            quiet=s.settle_quiet_s,
+            **size_rule,
+        )
+    sha = ctx.run.put_screenshot(shot.png)
+    ctx.run.event(
+        "screenshot",
+        screenshot=sha,
+        settled=shot.settled,
+        waited_ms=shot.waited_ms,
+        updates=shot.frames,
+        changes=shot.changes,
+        encode_ms=shot.encode_ms,
+        bytes=len(shot.png),
+        size=list(shot.size),
+        screen_size=list(shot.screen_size),
+    )
+    if not shot.settled:
+        ctx.run.event("screen_not_settled", waited_ms=shot.waited_ms, frames=shot.frames)
+    return sha, shot.screen_size
+
+
+_INT64 = 2**63
+
+
+def storable(value: Any) -> Any:
+    """The model's arguments as the checkpoint can hold them: integers beyond 64 bits (which
+    msgpack cannot encode) become floats. No valid argument is that large."""
+    if isinstance(value, int) and not isinstance(value, bool) and not -_INT64 <= value < _INT64:
+        return float(value)
+    if isinstance(value, dict):
+        return {k: storable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [storable(v) for v in value]
+    return value
+
+
+def over_time(state: CUAState, ctx: AgentContext) -> bool:
+    return state.get("active_seconds", 0.0) >= ctx.settings.seconds_timeout

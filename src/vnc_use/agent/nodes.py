@@ -1,0 +1,196 @@
+"""The graph's first nodes: ``observe`` (the task and a screenshot), ``propose`` (ask the
+model) and ``hitl_gate`` (a person approves a call the model marked for confirmation)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from langgraph.graph import END
+from langgraph.runtime import Runtime
+from langgraph.types import Command, interrupt
+
+from vnc_use.actions import ActionError, denorm
+from vnc_use.agent import approval as safety
+from vnc_use.agent import history
+from vnc_use.agent.context import AgentContext, capture, over_time, screen_size, storable
+from vnc_use.agent.state import CUAState, FunctionCallRecord, TranscriptEntry
+
+
+def _pixels_of(call: FunctionCallRecord, size: tuple[int, int] | None) -> dict[str, int]:
+    """Pixel targets of a call's grid coordinates (for approval prompts), where valid."""
+    if size is None:
+        return {}
+    args = call["args"]
+    out: dict[str, int] = {}
+    # (Gemini 3.5 drags name their ends start_x/start_y and end_x/end_y; reported as 2.5 keys)
+    pairs = (
+        ("x", "y", "x", "y"),
+        ("destination_x", "destination_y", "destination_x", "destination_y"),
+        ("start_x", "start_y", "x", "y"),
+        ("end_x", "end_y", "destination_x", "destination_y"),
+    )
+    for kx, ky, ox, oy in pairs:
+        x, y = args.get(kx), args.get(ky)
+        if isinstance(x, int) and isinstance(y, int) and 0 <= x <= 999 and 0 <= y <= 999:
+            out[ox], out[oy] = denorm(x, y, *size)
+    return out
+
+
+def _call_record(ctx: AgentContext, call: dict[str, Any]) -> FunctionCallRecord:
+    """A proposed call, checked against the action table now: an invalid call is answered
+    with its error and never needs a person's approval (nothing would run)."""
+    planner = ctx.planner
+    record: FunctionCallRecord = {
+        "name": call["name"],
+        "args": storable(call["args"]),
+        "safety_decision": storable(call.get("safety_decision")),
+        "id": call.get("id"),
+    }
+    if not planner.is_custom(call["name"]):
+        checked = planner.action_table.validate(
+            call["name"], call["args"], excluded=planner.excluded_actions
+        )
+        if isinstance(checked, ActionError):
+            record["error"] = checked.message
+    return record
+
+
+def observe(state: CUAState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
+    """First turn: the task with a screenshot of the desktop as it is now."""
+    t0 = time.monotonic()
+    ctx = runtime.context
+    sha, size = capture(ctx)
+    ctx.run.event("observe", node="observe", screenshot=sha, width=size[0], height=size[1])
+    return {
+        "contents": [history.task_turn(state["task"], sha, size)],
+        "last_screenshot_png": sha,
+        "last_screen_size": size,
+        "active_seconds": time.monotonic() - t0,
+    }
+
+
+def propose(state: CUAState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
+    """Ask the model for the next actions, given the history (last N screenshots inline)."""
+    t0 = time.monotonic()
+    ctx = runtime.context
+    if over_time(state, ctx):
+        return {"status": "timeout", "done": True}
+    if state.get("step", 0) >= ctx.settings.step_limit:
+        return {"status": "step_limit", "done": True}
+    update: dict[str, Any] = {}
+    turns = list(state.get("contents", []))
+    if not turns:  # no initial screenshot: the first turn is the task alone
+        first = history.task_turn(state["task"], None)
+        turns.append(first)
+        update["contents"] = [first]
+    n = state.get("model_calls", 0) + 1
+    contents = history.to_contents(turns, ctx.run.load_screenshot, ctx.settings.keep_screenshots)
+    ctx.run.event("model_request", node="propose", n=n, turns=len(contents))
+    t_model = time.monotonic()
+    proposal = ctx.planner.propose(contents)
+    latency_ms = round((time.monotonic() - t_model) * 1000, 1)
+    ctx.run.write_model_exchange(
+        n,
+        {
+            "model": ctx.planner.model,
+            "contents": [c.model_dump(mode="json", exclude_none=True) for c in contents],
+            "config": ctx.planner.config.model_dump(mode="json", exclude_none=True),
+        },
+        proposal.response_json,
+    )
+    ctx.run.event(
+        "model_response",
+        node="propose",
+        n=n,
+        latency_ms=latency_ms,
+        finish_reason=proposal.finish_reason,
+        text=proposal.text,
+        calls=[{"name": c["name"], "args": c["args"]} for c in proposal.calls],
+        usage=proposal.usage,
+    )
+    update["model_calls"] = n
+    update["model_ms"] = latency_ms
+    if proposal.model_content is not None and proposal.model_content.parts:
+        update["contents"] = [
+            *update.get("contents", []),
+            storable(history.model_turn(proposal.model_content)),
+        ]
+    if not proposal.calls:
+        update.update(status="done", done=True, final_text=proposal.text, pending_calls=[])
+    else:
+        calls = [_call_record(ctx, c) for c in proposal.calls]
+        update.update(
+            pending_calls=calls,
+            responses=[],
+            call_index=0,
+            final_text=proposal.text,
+            safety=next((c["safety_decision"] for c in calls if c["safety_decision"]), None),
+        )
+    update["active_seconds"] = time.monotonic() - t0
+    return update
+
+
+def hitl_gate(state: CUAState, runtime: Runtime[AgentContext]) -> Command[str]:
+    """Pause for a human before a call the model marked ``require_confirmation``.
+
+    Nothing happens before ``interrupt()`` but reading state: LangGraph re-runs this node from
+    its top when the run resumes.
+    """
+    ctx = runtime.context
+    call = state["pending_calls"][0]
+    index = state.get("call_index", 0)
+    step = state.get("step", 0) + 1
+    request = approval_request_for(ctx, state, call, step)
+    if not ctx.settings.hitl_mode:
+        reason = (
+            f"{call['name']} requires human confirmation ({request['explanation']}) and "
+            "hitl_mode is off; it was not executed (the API's terms forbid bypassing it)."
+        )
+        ctx.run.event(
+            "denied", node="hitl_gate", step=step, name=call["name"], reason=reason, by="policy"
+        )
+        return Command(goto=END, update={"status": "denied", "done": True, "error": reason})
+    decision = safety.parse_decision(interrupt(request))
+    ctx.run.event(
+        "approved" if decision == safety.APPROVE else "denied",
+        node="hitl_gate",
+        step=step,
+        name=call["name"],
+        explanation=request["explanation"],
+        by="person",
+    )
+    if decision == safety.APPROVE:
+        return Command(goto="act", update={"approved_call": index})
+    entry: TranscriptEntry = {
+        "step": step,
+        "name": call["name"],
+        "args": call["args"],
+        "pixels": request["pixels"],
+        "result": "denied",
+        "approved": False,
+    }
+    return Command(
+        goto=END,
+        update={
+            "status": "denied",
+            "done": True,
+            "error": f"A person denied {call['name']}: {request['explanation']}",
+            "transcript": [entry],
+        },
+    )
+
+
+def approval_request_for(
+    ctx: AgentContext, state: CUAState, call: FunctionCallRecord, step: int
+) -> dict[str, Any]:
+    """What a person is shown before ``call`` runs: the call, its real pixel target, why."""
+    size = screen_size(ctx, state)
+    return safety.approval_request(
+        call,
+        thread_id=ctx.run.thread_id,
+        step=step,
+        pixels=_pixels_of(call, size),
+        screen_size=size,
+        screenshot=state.get("last_screenshot_png"),
+    )
