@@ -49,3 +49,17 @@ def test_only_the_cli_prints() -> None:
         and any(line.lstrip().startswith("print(") for line in p.read_text("utf-8").splitlines())
     ]
     assert offenders == []
+
+
+def test_only_the_config_module_reads_the_environment() -> None:
+    """Settings from the environment are read in one place (``vnc_use.config``) and handed on.
+
+    The testing kit is exempt: it starts servers and children of its own.
+    """
+    readers = [
+        p.relative_to(ROOT).as_posix()
+        for p in (ROOT / "src" / "vnc_use").rglob("*.py")
+        if p.parent.name != "testing"
+        and any(word in p.read_text("utf-8") for word in ("os.environ", "os.getenv", "getenv("))
+    ]
+    assert readers == ["src/vnc_use/config.py"]

@@ -24,10 +24,9 @@ from vnc_use.agent.act import act
 from vnc_use.agent.context import AgentContext, AgentSettings
 from vnc_use.agent.nodes import hitl_gate, observe, propose
 from vnc_use.agent.state import CUAState
+from vnc_use.status import FINAL
 
 __all__ = ["FINAL", "AgentContext", "AgentSettings", "build_graph", "route_next", "route_start"]
-
-FINAL = frozenset({"done", "denied", "step_limit", "timeout", "error"})
 
 
 def route_start(state: CUAState, runtime: Runtime[AgentContext]) -> str:

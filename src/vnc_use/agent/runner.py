@@ -25,6 +25,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import RunControl
 from langgraph.types import Command
 
+from vnc_use import config
 from vnc_use.agent import approval as safety
 from vnc_use.agent.graph import AgentContext, AgentSettings, build_graph
 from vnc_use.agent.journal import Journal
@@ -42,7 +43,8 @@ from vnc_use.errors import (
 )
 from vnc_use.providers.gemini.planner import DEFAULT_MODEL, GeminiComputerUse
 from vnc_use.record.folder import RunFolder, check_thread_id
-from vnc_use.record.report import write_report_safely
+from vnc_use.record.report import ReportOnRunEnd
+from vnc_use.status import RunStatus
 
 __all__ = ["CHECKPOINT_DB", "AgentSettings", "VncUseAgent"]
 
@@ -317,14 +319,13 @@ class VncUseAgent:
         folder = RunFolder(self.runs_dir, thread_id, secrets=self._secrets())
         if self.on_event is not None:
             folder.add_listener(self.on_event)
+        folder.add_listener(ReportOnRunEnd(folder))  # report.html at every pause and end
         return folder
 
     def _secrets(self) -> list[str | None]:
         return [
             self._vnc_password,
-            os.environ.get("GOOGLE_API_KEY"),
-            os.environ.get("GEMINI_API_KEY"),
-            os.environ.get("VNC_PASSWORD"),
+            *config.secret_values(),
             *self.sensitive_text.values(),
         ]
 
@@ -426,17 +427,17 @@ class VncUseAgent:
         snap = self._snapshot(thread_id)
         values: CUAState = snap.values
         pending: dict[str, Any] | None = None
-        status = values.get("status", "running")
+        status = RunStatus(values.get("status", RunStatus.RUNNING))
         if error is not None:
-            status = "error"
+            status = RunStatus.ERROR
         elif interrupted and snap.next:
-            status = "interrupted"
+            status = RunStatus.INTERRUPTED
             error = f"stopped on request; continue with 'vnc-use resume {thread_id}'"
         elif snap.interrupts:
-            status = "awaiting_approval"
+            status = RunStatus.AWAITING_APPROVAL
             pending = dict(snap.interrupts[0].value)
-        elif snap.next or status == "running":  # stopped mid-way (a crash): resumable
-            status = "error"
+        elif snap.next or status == RunStatus.RUNNING:  # stopped mid-way (a crash): resumable
+            status = RunStatus.ERROR
             error = "the run stopped before finishing; continue it with resume()"
         result = RunResult(
             status=status,
@@ -450,14 +451,13 @@ class VncUseAgent:
         )
         if emit:
             folder.event(
-                "run_" + ("paused" if status == "awaiting_approval" else "ended"),
-                status=status,
+                "run_" + ("paused" if status == RunStatus.AWAITING_APPROVAL else "ended"),
+                status=status.value,
                 steps=result.steps,
                 final_text=result.final_text,
                 error=result.error,
                 pending_call=pending,
             )
-            write_report_safely(folder)  # report.html; a failure is logged, never raised
         return result
 
 

@@ -29,10 +29,12 @@ from __future__ import annotations
 import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, TypedDict, TypeVar
+from typing import Annotated, Any, TypedDict, TypeVar
 
 from langgraph.channels import DeltaChannel
 from typing_extensions import NotRequired
+
+from vnc_use.status import RunStatus
 
 _T = TypeVar("_T")
 
@@ -49,19 +51,6 @@ def extend_history(current: list[_T], writes: Sequence[list[_T]]) -> list[_T]:
     for items in writes:
         out.extend(items)
     return out
-
-
-RunStatus = Literal[
-    "running",
-    "done",
-    "awaiting_approval",
-    "denied",
-    "step_limit",
-    "timeout",
-    "interrupted",
-    "error",
-]
-"""How a run stands: ``running`` only inside the graph; every other value is final or a pause."""
 
 
 class FunctionCallRecord(TypedDict):
@@ -132,7 +121,8 @@ class CUAState(TypedDict, total=False):
     """Index (in the model turn) of the call a human approved, until it has run."""
     call_index: int
     """Index of the next pending call within its model turn."""
-    status: RunStatus
+    status: str
+    """A :class:`~vnc_use.status.RunStatus` value (kept as its plain string)."""
     final_text: str
     error: str | None
     transcript: Annotated[
@@ -164,4 +154,4 @@ class RunResult:
     @property
     def ok(self) -> bool:
         """True when the model finished the task."""
-        return self.status == "done"
+        return self.status == RunStatus.DONE

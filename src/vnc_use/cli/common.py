@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import argparse
 
+from vnc_use.status import RunStatus
+
 EXIT_DONE, EXIT_ERROR, EXIT_USAGE, EXIT_AWAITING, EXIT_DENIED, EXIT_BUDGET = 0, 1, 2, 3, 4, 5
 EXIT_INTERRUPTED = 130
-EXIT_CODES = {
-    "done": EXIT_DONE,
-    "error": EXIT_ERROR,
-    "awaiting_approval": EXIT_AWAITING,
-    "denied": EXIT_DENIED,
-    "step_limit": EXIT_BUDGET,
-    "timeout": EXIT_BUDGET,
-    "interrupted": EXIT_INTERRUPTED,
+EXIT_CODES: dict[str, int] = {
+    RunStatus.DONE: EXIT_DONE,
+    RunStatus.ERROR: EXIT_ERROR,
+    RunStatus.AWAITING_APPROVAL: EXIT_AWAITING,
+    RunStatus.DENIED: EXIT_DENIED,
+    RunStatus.STEP_LIMIT: EXIT_BUDGET,
+    RunStatus.TIMEOUT: EXIT_BUDGET,
+    RunStatus.INTERRUPTED: EXIT_INTERRUPTED,
 }
 
 

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import signal
 import sys
 from collections.abc import Iterator
 from types import FrameType
 from typing import Any, TextIO
 
+from vnc_use import config
 from vnc_use.cli.common import EXIT_DONE, EXIT_ERROR
 from vnc_use.desktops.local import BROWSERS, ENV_STATE_DIR, DesktopState, LocalDesktop, parse_size
 from vnc_use.errors import ConfigError
@@ -188,8 +188,8 @@ def _view_target(args: argparse.Namespace) -> tuple[str, int, str, bool, str]:
         if full is not None:  # the managed desktop, named by its address
             creds = desk.credentials()
             return host, port, creds.password if interactive else creds.view_password, True, ""
-        view_pw = os.environ.get("VNC_VIEW_PASSWORD")
-        full = getattr(args, "vnc_password", None) or os.environ.get("VNC_PASSWORD")
+        view_pw = config.vnc_view_password()
+        full = getattr(args, "vnc_password", None) or config.vnc_password()
         if not interactive and view_pw:
             return host, port, view_pw, True, ""
         if not full:
@@ -282,7 +282,7 @@ def use_local_desktop(args: argparse.Namespace) -> None:
     """
     if args.vnc or getattr(args, "command", None) != "run":
         return
-    if not (os.environ.get("GOOGLE_API_KEY") or os.environ.get("GEMINI_API_KEY") or "").strip():
+    if not config.gemini_api_key():
         raise ConfigError(  # a run cannot start without a key: do not start a desktop for it
             "No Gemini API key: set GOOGLE_API_KEY (or GEMINI_API_KEY); "
             "the local desktop was not started"

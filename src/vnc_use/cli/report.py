@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import time
 from typing import Any
 
+from vnc_use import config
 from vnc_use.cli.common import EXIT_DONE, add_runs_dir
 from vnc_use.cli.progress import LineFormatter, plain
 from vnc_use.record.folder import Redactor
@@ -45,9 +45,7 @@ def register(sub: Any) -> None:
 
 def _redactor() -> Redactor:
     """The secrets of this environment (events are already redacted; this is a second net)."""
-    return Redactor(
-        os.environ.get(name) for name in ("GOOGLE_API_KEY", "GEMINI_API_KEY", "VNC_PASSWORD")
-    )
+    return Redactor(config.secret_values())
 
 
 def _when(ts: float | None) -> str:

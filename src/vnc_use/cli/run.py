@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
 import sys
 from collections.abc import Iterator
@@ -13,6 +12,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from vnc_use import config
 from vnc_use.agent.state import RunResult
 from vnc_use.cli import desktop as desktop_commands
 from vnc_use.cli import progress
@@ -212,7 +212,7 @@ def _make_agent(args: argparse.Namespace, saved: dict[str, Any] | None) -> Any:
     password = (
         args.vnc_password
         or desktop_commands.managed_password(args.vnc or saved.get("vnc_server"))
-        or os.environ.get("VNC_PASSWORD")
+        or config.vnc_password()
         or None
     )
     names = getattr(args, "sensitive", None) or saved.get("sensitive_names") or []
@@ -224,10 +224,7 @@ def _make_agent(args: argparse.Namespace, saved: dict[str, Any] | None) -> Any:
         "sensitive_text": _sensitive_values(names),
         "reconnect_window_s": args.reconnect_window,
         # Not secrets: the run keeps them (run.json) so approve/deny/resume reconnect alike.
-        "vnc_username": args.vnc_user
-        or os.environ.get("VNC_USERNAME")
-        or saved.get("vnc_username")
-        or None,
+        "vnc_username": args.vnc_user or config.vnc_username() or saved.get("vnc_username") or None,
         "vnc_ca": args.vnc_ca or saved.get("vnc_ca") or None,
         "connect_timeout": args.connect_timeout or saved.get("connect_timeout") or 5.0,
     }
@@ -271,8 +268,7 @@ def _sensitive_values(names: list[str]) -> dict[str, str]:
     """The secret values named on the command line, read from ``VNC_USE_SECRET_<NAME>``."""
     values = {}
     for name in names:
-        var = f"VNC_USE_SECRET_{name.upper()}"
-        value = os.environ.get(var)
+        var, value = config.sensitive_value(name)
         if not value:
             raise ConfigError(f"--sensitive {name}: set the environment variable {var} first")
         values[name] = value

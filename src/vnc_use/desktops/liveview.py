@@ -34,7 +34,6 @@ import contextlib
 import hmac
 import json
 import logging
-import os
 import secrets
 import socket
 import threading
@@ -47,6 +46,7 @@ from urllib.parse import urlsplit
 
 from websockify.websocketproxy import ProxyRequestHandler  # type: ignore[import-untyped]
 
+from vnc_use import config
 from vnc_use.errors import ConfigError
 
 __all__ = ["DEFAULT_NOVNC_DIR", "ENV_NOVNC_DIR", "LiveView", "find_novnc"]
@@ -56,7 +56,7 @@ log = logging.getLogger(__name__)
 #: Where Debian's and Ubuntu's ``novnc`` package installs the web client.
 DEFAULT_NOVNC_DIR = Path("/usr/share/novnc")
 #: Environment variable naming another noVNC folder (one that has ``core/rfb.js``).
-ENV_NOVNC_DIR = "VNC_USE_NOVNC_DIR"
+ENV_NOVNC_DIR = config.NOVNC_DIR_VARIABLE
 _STATIC_ROOTS = ("core", "vendor")
 
 _PAGE = """<!DOCTYPE html>
@@ -113,7 +113,7 @@ def find_novnc(novnc_dir: str | Path | None = None) -> Path:
     """
     from vnc_use.desktops.local import install_command
 
-    folder = Path(novnc_dir or os.environ.get(ENV_NOVNC_DIR) or DEFAULT_NOVNC_DIR)
+    folder = Path(novnc_dir or config.novnc_dir() or DEFAULT_NOVNC_DIR)
     if not (folder / "core" / "rfb.js").is_file():
         raise ConfigError(
             f"the live view needs noVNC, which is not in {folder}; "

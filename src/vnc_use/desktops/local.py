@@ -46,6 +46,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from vnc_use import config
 from vnc_use.desktops.xserver import display_free, free_port, port_free, port_open
 from vnc_use.errors import ConfigError, VncUseError
 
@@ -73,7 +74,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 #: Environment variable that overrides the state directory (tests point it at a temp dir).
-ENV_STATE_DIR = "VNC_USE_DESKTOP_DIR"
+ENV_STATE_DIR = config.DESKTOP_DIR_VARIABLE
 #: Background colour of the desktop (the X root window).
 DESKTOP_COLOR = "#3a6ea5"
 #: Background colour of the desktop's terminal.
@@ -179,11 +180,7 @@ def install_command(packages: Sequence[str]) -> str:
 
 def default_state_dir() -> Path:
     """Where the desktop's state lives: ``$VNC_USE_DESKTOP_DIR``, ``$XDG_STATE_HOME/...``, ~."""
-    override = os.environ.get(ENV_STATE_DIR)
-    if override:
-        return Path(override).expanduser()
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base).expanduser() / "vnc-use" / "desktop"
+    return config.desktop_state_dir()
 
 
 def parse_size(text: str) -> tuple[int, int]:
@@ -600,7 +597,7 @@ class LocalDesktop:
         shutil.rmtree(self.profile_dir, ignore_errors=True)
 
     def _env(self, state: DesktopState) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if k in _ENV_KEEP or k.startswith("LC_")}
+        env = config.child_environment(_ENV_KEEP, prefixes=("LC_",))
         env.update(
             DISPLAY=state.display,
             HOME=str(self.home_dir),

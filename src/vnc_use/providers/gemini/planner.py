@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import importlib
 import logging
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +25,7 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
 
+from vnc_use import config
 from vnc_use.actions import GEMINI_25_TABLE, ActionTable, split_safety_decision
 from vnc_use.errors import ApiError, ConfigError, PlannerError
 from vnc_use.providers.gemini.families import (
@@ -261,17 +261,12 @@ class GeminiComputerUse:
     @property
     def base_url(self) -> str:
         """The endpoint requests go to (explicit, else ``GOOGLE_GEMINI_BASE_URL``, else Google)."""
-        return self._base_url or os.environ.get("GOOGLE_GEMINI_BASE_URL") or DEFAULT_BASE_URL
+        return self._base_url or config.gemini_base_url() or DEFAULT_BASE_URL
 
     def _resolve_key(self) -> str:
         # Mirrors google.genai._api_client.get_env_api_key: GOOGLE_API_KEY wins over
         # GEMINI_API_KEY (the SDK logs a warning when both are set); empty means unset.
-        key = (
-            self._api_key
-            or os.environ.get("GOOGLE_API_KEY")
-            or os.environ.get("GEMINI_API_KEY")
-            or ""
-        ).strip()
+        key = (self._api_key or config.gemini_api_key() or "").strip()
         if not key:
             raise ConfigError(
                 "No Gemini API key: set GOOGLE_API_KEY (or GEMINI_API_KEY), or pass api_key=. "

@@ -27,6 +27,8 @@ from vnc_use.record.report.model import RunView, load_run
 __all__ = [
     "GIF_NAME",
     "REPORT_NAME",
+    "RUN_END_EVENTS",
+    "ReportOnRunEnd",
     "load_run",
     "write_gif",
     "write_report",
@@ -86,3 +88,19 @@ def write_report_safely(folder: RunFolder) -> Path | None:
     except Exception:  # a report problem must never break a run
         log.exception("could not write the report of run %s", folder.thread_id)
         return None
+
+
+RUN_END_EVENTS = frozenset({"run_paused", "run_ended"})
+"""The events after which a run's report is (re)written."""
+
+
+class ReportOnRunEnd:
+    """A run folder's event listener that writes ``report.html`` whenever the run pauses or
+    ends: the report follows the run's events, the agent never calls it."""
+
+    def __init__(self, folder: RunFolder) -> None:
+        self.folder = folder
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        if event.get("event") in RUN_END_EVENTS:
+            write_report_safely(self.folder)

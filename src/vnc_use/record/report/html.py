@@ -18,17 +18,18 @@ from vnc_use import __version__
 from vnc_use.record.report.describe import call_text, grid_pixels, intent, typed_text
 from vnc_use.record.report.markers import Marker, arrow_head, marker_for, shaft_end
 from vnc_use.record.report.model import Decision, ModelTurn, Note, RunView, StepView
+from vnc_use.status import RunStatus
 
 __all__ = ["STATUS_TEXT", "render_html"]
 
-STATUS_TEXT = {
-    "done": "Done",
-    "awaiting_approval": "Waiting for a person's approval",
-    "denied": "Denied",
-    "step_limit": "Stopped: step budget reached",
-    "timeout": "Stopped: time budget reached",
-    "error": "Error",
-    "interrupted": "Stopped on request",
+STATUS_TEXT: dict[str, str] = {
+    RunStatus.DONE: "Done",
+    RunStatus.AWAITING_APPROVAL: "Waiting for a person's approval",
+    RunStatus.DENIED: "Denied",
+    RunStatus.STEP_LIMIT: "Stopped: step budget reached",
+    RunStatus.TIMEOUT: "Stopped: time budget reached",
+    RunStatus.ERROR: "Error",
+    RunStatus.INTERRUPTED: "Stopped on request",
     "unfinished": "Unfinished (running, or its process died)",
 }
 
@@ -186,7 +187,7 @@ class _Page:
             parts.append(f"<p><strong>{said}:</strong> {escape(v.final_text)}</p>")
         if v.error:
             parts.append(f'<p class="error-text">{escape(v.error)}</p>')
-        if v.status == "awaiting_approval" and v.pending_call:
+        if v.status == RunStatus.AWAITING_APPROVAL and v.pending_call:
             p = v.pending_call
             parts.append(
                 f"<p>Waiting for approval of <code>{escape(str(p.get('name')))}</code>: "
@@ -196,7 +197,9 @@ class _Page:
             )
         if not parts:
             return ""
-        tone = {"done": "", "awaiting_approval": " wait"}.get(v.status, " bad")
+        tone: str = {RunStatus.DONE.value: "", RunStatus.AWAITING_APPROVAL.value: " wait"}.get(
+            v.status, " bad"
+        )
         return f'<div class="outcome{tone}">{"".join(parts)}</div>'
 
     # -- steps -------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from typing import Any, Literal
 from vnc_use.actions import denorm
 from vnc_use.record.report.describe import is_sensitive
 from vnc_use.record.runs import read_events
+from vnc_use.status import RunStatus
 
 __all__ = ["Decision", "ModelTurn", "Note", "RunView", "StepView", "load_run", "png_size"]
 
@@ -315,7 +316,7 @@ class _Reader:
 
     def finish(self) -> None:
         v = self.view
-        if v.status == "awaiting_approval" and v.pending_call:
+        if v.status == RunStatus.AWAITING_APPROVAL and v.pending_call:
             p = v.pending_call
             args = dict(p.get("args") or {})
             before = p.get("screenshot") or self.shot

@@ -1,0 +1,44 @@
+"""How a run stands: one enum, spelled once.
+
+Members are strings (``str`` and :class:`enum.Enum`, :class:`enum.StrEnum` before Python
+3.11): state, events, ``run.json`` and JSON output hold the plain value, and
+``RunStatus.DONE == "done"`` holds.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+__all__ = ["FINAL", "RunStatus"]
+
+
+class RunStatus(str, Enum):
+    """A run's status: ``running`` only inside the graph; every other value is final or a
+    pause (``awaiting_approval``, ``interrupted``: resumable)."""
+
+    RUNNING = "running"
+    DONE = "done"
+    """The model said it finished the task."""
+    AWAITING_APPROVAL = "awaiting_approval"
+    """Paused before an action the model marked for a person's confirmation."""
+    DENIED = "denied"
+    """A person (or the policy, with approvals off) refused an action."""
+    STEP_LIMIT = "step_limit"
+    TIMEOUT = "timeout"
+    INTERRUPTED = "interrupted"
+    """Stopped on request or by a lost desktop; ``resume`` goes on from the last step."""
+    ERROR = "error"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def final(self) -> bool:
+        """True when the graph ends with this status (nothing more happens on its own)."""
+        return self in FINAL
+
+
+FINAL = frozenset(
+    {RunStatus.DONE, RunStatus.DENIED, RunStatus.STEP_LIMIT, RunStatus.TIMEOUT, RunStatus.ERROR}
+)
+"""Statuses that end the graph."""
