@@ -26,6 +26,7 @@ from rich.console import Console
 from rich.status import Status
 from rich.text import Text
 
+from vnc_use.record import timefmt
 from vnc_use.record.report.describe import call_text, grid_pixels, intent, is_sensitive
 
 __all__ = ["LineFormatter", "Mode", "Progress", "choose_mode", "for_args"]
@@ -36,9 +37,7 @@ Segments = list[tuple[str, str]]
 
 
 def _ms(value: Any) -> str:
-    if not isinstance(value, (int, float)):
-        return "?"
-    return f"{value / 1000:.1f} s" if value >= 1000 else f"{value:.0f} ms"
+    return timefmt.milliseconds(value, missing="?", decimals=1)
 
 
 def _one_line(text: str, limit: int = 160) -> str:

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from typing import Any
 
 from vnc_use import config
 from vnc_use.cli.common import EXIT_DONE, add_runs_dir
 from vnc_use.cli.progress import LineFormatter, plain
+from vnc_use.record import timefmt
 from vnc_use.record.folder import Redactor
 from vnc_use.record.report import GIF_NAME, REPORT_NAME, write_gif, write_report
 from vnc_use.record.runs import RunSummary, list_runs, read_events, run_folder, summarize
@@ -46,21 +46,6 @@ def register(sub: Any) -> None:
 def _redactor() -> Redactor:
     """The secrets of this environment (events are already redacted; this is a second net)."""
     return Redactor(config.secret_values())
-
-
-def _when(ts: float | None) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts)) if ts else "-"
-
-
-def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    minutes, secs = divmod(round(seconds), 60)
-    return (
-        f"{minutes} min {secs:02d} s" if minutes < 60 else f"{minutes // 60} h {minutes % 60} min"
-    )
 
 
 def report_command(args: argparse.Namespace) -> int:
@@ -107,8 +92,8 @@ def runs_command(args: argparse.Namespace) -> int:
         task = " ".join(redact(s.task).split())
         task = task if len(task) <= 60 else task[:59] + "…"
         print(
-            f"{s.thread_id:<{width}}  {s.status:<17}  {s.steps:>5}  {_when(s.started):<19}  "
-            f"{_duration(s.duration_s):>8}  {task}"
+            f"{s.thread_id:<{width}}  {s.status:<17}  {s.steps:>5}  {timefmt.when(s.started):<19}  "
+            f"{timefmt.duration(s.duration_s):>8}  {task}"
         )
     return EXIT_DONE
 
@@ -131,8 +116,8 @@ def show_command(args: argparse.Namespace) -> int:
     if summary is not None:
         print(
             f"status: {summary.status} ({summary.steps} step{'' if summary.steps == 1 else 's'},"
-            f" started {_when(summary.started)},"
-            f" {_duration(summary.duration_s)})"
+            f" started {timefmt.when(summary.started)},"
+            f" {timefmt.duration(summary.duration_s)})"
         )
         if summary.final_text:
             print(f"answer: {redact(summary.final_text)}")

@@ -15,6 +15,7 @@ import time
 from html import escape
 
 from vnc_use import __version__
+from vnc_use.record import timefmt
 from vnc_use.record.report.describe import call_text, grid_pixels, intent, typed_text
 from vnc_use.record.report.markers import Marker, arrow_head, marker_for, shaft_end
 from vnc_use.record.report.model import Decision, ModelTurn, Note, RunView, StepView
@@ -93,27 +94,6 @@ footer { color:var(--muted); font-size:12px; }
 """
 
 
-def _when(ts: float | None) -> str:
-    if ts is None:
-        return "-"
-    return time.strftime("%Y-%m-%d %H:%M:%S %z", time.localtime(ts))
-
-
-def _ms(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return f"{value / 1000:.2f} s" if value >= 1000 else f"{value:.0f} ms"
-
-
-def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    minutes, secs = divmod(round(seconds), 60)
-    return f"{minutes} min {secs} s"
-
-
 def _tokens(turn: ModelTurn) -> str:
     usage = turn.usage or {}
     total = turn.total_tokens
@@ -155,11 +135,11 @@ class _Page:
         facts = [
             ("Status", STATUS_TEXT.get(v.status, v.status)),
             ("Steps", str(v.steps_done or len([x for x in v.steps if x.kind == "action"]))),
-            ("Started", _when(v.started)),
-            ("Duration", _duration(duration)),
+            ("Started", timefmt.when(v.started, zone=True)),
+            ("Duration", timefmt.duration(duration)),
             ("Model", str(s.get("model", "-"))),
             ("Desktop", str(s.get("vnc_server", "-"))),
-            ("Model calls", f"{len(v.turns)} ({_ms(v.model_ms)} waiting)"),
+            ("Model calls", f"{len(v.turns)} ({timefmt.milliseconds(v.model_ms)} waiting)"),
             ("Tokens", f"{v.total_tokens:,}" if v.total_tokens is not None else "not reported"),
         ]
         facts_html = "".join(
@@ -206,7 +186,7 @@ class _Page:
     def model_block(self, turn: ModelTurn | None, first: bool) -> str:
         if turn is None:
             return ""
-        meta = [f"model call #{turn.n}", _ms(turn.latency_ms)]
+        meta = [f"model call #{turn.n}", timefmt.milliseconds(turn.latency_ms)]
         tokens = _tokens(turn)
         if tokens:
             meta.append(tokens)
@@ -279,7 +259,13 @@ class _Page:
         if st.kind == "action":
             result = f'<span class="error-text">{escape(st.error)}</span>' if st.error else "ok"
             rows.append(("Result", result))
-            rows.append(("Duration", escape(_ms(st.duration_ms)) + f" · at {escape(_when(st.ts))}"))
+            rows.append(
+                (
+                    "Duration",
+                    escape(timefmt.milliseconds(st.duration_ms))
+                    + f" · at {escape(timefmt.when(st.ts, zone=True))}",
+                )
+            )
         if st.note:
             rows.append(("Note", escape(st.note)))
         if st.explanation and not st.decision:
@@ -297,7 +283,13 @@ class _Page:
     def note(self, n: Note) -> str:
         if n.kind == "answer" and n.turn is not None:
             meta = " · ".join(
-                x for x in (f"model call #{n.turn.n}", _ms(n.turn.latency_ms), _tokens(n.turn)) if x
+                x
+                for x in (
+                    f"model call #{n.turn.n}",
+                    timefmt.milliseconds(n.turn.latency_ms),
+                    _tokens(n.turn),
+                )
+                if x
             )
             return (
                 f'<div class="note answer" data-note="answer"><span class="meta">{escape(meta)}'
@@ -308,7 +300,7 @@ class _Page:
         label = escape(n.text) if n.kind == "paused" else f"<strong>{escape(n.kind)}</strong>{text}"
         return (
             f'<div class="{css}" data-note="{escape(n.kind)}">'
-            f'<span class="meta">{escape(_when(n.ts))}</span>{label}</div>'
+            f'<span class="meta">{escape(timefmt.when(n.ts, zone=True))}</span>{label}</div>'
         )
 
     def render(self) -> str:
@@ -324,6 +316,7 @@ class _Page:
         if not body:
             body.append('<div class="note">No steps yet.</div>')
         settings = escape(json.dumps(v.settings, indent=1, ensure_ascii=False))
+        written = timefmt.when(time.time(), zone=True)
         return (
             '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -331,7 +324,7 @@ class _Page:
             f"<title>vnc-use run {escape(v.thread_id)}: {escape(v.task[:80])}</title>"
             f"<style>{_CSS}</style></head><body>{self.header()}<main>{''.join(body)}</main>"
             f"<footer><details><summary>Settings of the run</summary><pre>{settings}</pre>"
-            f"</details><p>Written by vnc-use {escape(__version__)} at {escape(_when(time.time()))}"
+            f"</details><p>Written by vnc-use {escape(__version__)} at {escape(written)}"
             f" from <code>events.jsonl</code>.</p></footer></body></html>\n"
         )
 
@@ -340,7 +333,7 @@ def _decision(d: Decision) -> str:
     word = "Approved" if d.approved else "Denied"
     who = "a person" if d.by == "person" else f"the {d.by}"
     why = f" — {escape(d.explanation)}" if d.explanation else ""
-    return f"{word} by {escape(who)} at {escape(_when(d.ts))}{why}"
+    return f"{word} by {escape(who)} at {escape(timefmt.when(d.ts, zone=True))}{why}"
 
 
 def _svg(m: Marker) -> str:
