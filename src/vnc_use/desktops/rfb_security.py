@@ -264,48 +264,62 @@ def no_usable_type_message(
             "19 VeNCrypt", f"19 VeNCrypt with subtypes {describe_types(subtypes)}"
         )
     head = f"VNC server {target} offers security types {listed}"
-    apple = [t for t in offered if t in _APPLE_TYPES]
-    if apple:
-        if VNC_AUTH in offered and not creds.password:
-            return (
-                f"{head}: it asks for a password and none was given; {_PASSWORD_HOW} (with a "
-                "user name too, --vnc-user or VNC_USERNAME, vnc-use uses macOS's own login)"
-            )
-        missing = []
-        if not creds.username:
-            missing.append(_USER_HOW)
-        if not creds.password:
-            missing.append("the password with VNC_PASSWORD or --vnc-password")
-        if missing and APPLE_DH in offered:
-            return (
-                f"{head}: macOS Screen Sharing asks for a user name and password; "
-                f"{' and '.join(missing)}, {_MAC_SETTING}"
-            )
-        return (
-            f"{head}: of Apple's logins vnc-use speaks only type 30; turn on "
-            '"VNC viewers may control screen with password" in the Mac\'s Screen Sharing '
-            "settings and give that password (VNC_PASSWORD or --vnc-password)"
-        )
+    if any(t in _APPLE_TYPES for t in offered):
+        return f"{head}: {_apple_fix(offered, creds)}"
     if subtypes is not None:
-        wants_user = any(s in (PLAIN, TLS_PLAIN, X509_PLAIN) for s in subtypes)
-        wants_password = any(s in (TLS_VNC, X509_VNC) for s in subtypes) or wants_user
-        if wants_user and not creds.username:
-            fix = f"{_USER_HOW}"
-            if not creds.password:
-                fix += f" and the password ({_PASSWORD_HOW})"
-            if any(s in _X509_SUBTYPES for s in subtypes) and not creds.ca_file:
-                fix += ", and the server's CA certificate with --vnc-ca FILE"
-            return f"{head}: it asks for a user name and password (wayvnc, VeNCrypt Plain); {fix}"
-        if wants_password and not creds.password:
-            return f"{head}: it asks for a password and none was given; {_PASSWORD_HOW}"
-        if PLAIN in subtypes and not creds.loopback:
-            return (
-                f"{head}: Plain (256) would send the password in the clear, which vnc-use does "
-                "only to a loopback address; allow a TLS or X509 subtype on the server"
-            )
-        return f"{head}: allow TLSVnc, X509Vnc, TLSPlain or X509Plain on the server"
+        return f"{head}: {_vencrypt_fix(subtypes, creds)}"
     if VNC_AUTH in offered and not creds.password:
         return f"{head}: it asks for a password and none was given; {_PASSWORD_HOW}"
+    return f"{head}, none of which vnc-use speaks; {'; '.join(_server_hints(offered))}"
+
+
+def _apple_fix(offered: Sequence[int], creds: Credentials) -> str:
+    """What a Mac (Screen Sharing) needs that was not given."""
+    if VNC_AUTH in offered and not creds.password:
+        return (
+            f"it asks for a password and none was given; {_PASSWORD_HOW} (with a "
+            "user name too, --vnc-user or VNC_USERNAME, vnc-use uses macOS's own login)"
+        )
+    missing = []
+    if not creds.username:
+        missing.append(_USER_HOW)
+    if not creds.password:
+        missing.append("the password with VNC_PASSWORD or --vnc-password")
+    if missing and APPLE_DH in offered:
+        return (
+            "macOS Screen Sharing asks for a user name and password; "
+            f"{' and '.join(missing)}, {_MAC_SETTING}"
+        )
+    return (
+        "of Apple's logins vnc-use speaks only type 30; turn on "
+        '"VNC viewers may control screen with password" in the Mac\'s Screen Sharing '
+        "settings and give that password (VNC_PASSWORD or --vnc-password)"
+    )
+
+
+def _vencrypt_fix(subtypes: Sequence[int], creds: Credentials) -> str:
+    """What a VeNCrypt server needs that was not given, or the setting that admits vnc-use."""
+    wants_user = any(s in (PLAIN, TLS_PLAIN, X509_PLAIN) for s in subtypes)
+    wants_password = any(s in (TLS_VNC, X509_VNC) for s in subtypes) or wants_user
+    if wants_user and not creds.username:
+        fix = f"{_USER_HOW}"
+        if not creds.password:
+            fix += f" and the password ({_PASSWORD_HOW})"
+        if any(s in _X509_SUBTYPES for s in subtypes) and not creds.ca_file:
+            fix += ", and the server's CA certificate with --vnc-ca FILE"
+        return f"it asks for a user name and password (wayvnc, VeNCrypt Plain); {fix}"
+    if wants_password and not creds.password:
+        return f"it asks for a password and none was given; {_PASSWORD_HOW}"
+    if PLAIN in subtypes and not creds.loopback:
+        return (
+            "Plain (256) would send the password in the clear, which vnc-use does "
+            "only to a loopback address; allow a TLS or X509 subtype on the server"
+        )
+    return "allow TLSVnc, X509Vnc, TLSPlain or X509Plain on the server"
+
+
+def _server_hints(offered: Sequence[int]) -> list[str]:
+    """The setting of each known server that offered only types vnc-use does not speak."""
     hints = []
     if any(t in _REALVNC_TYPES for t in offered):
         hints.append(
@@ -317,7 +331,7 @@ def no_usable_type_message(
         hints.append("TightVNC: set a VNC password (type 2)")
     if not hints:
         hints.append("allow VncAuth (2), None (1) or VeNCrypt TLS on the server")
-    return f"{head}, none of which vnc-use speaks; {'; '.join(hints)}"
+    return hints
 
 
 # --------------------------------------------------------------------------- VeNCrypt Plain
