@@ -344,6 +344,21 @@ def test_run_without_vnc_starts_the_local_desktop_and_completes(
         assert down.returncode == 0, down.stdout + down.stderr
 
 
+def test_run_without_a_key_says_the_key_is_missing_not_that_a_running_desktop_was_not_started(
+    managed: Managed, tmp_path: Path
+) -> None:
+    """Issue 17 item 12: the local desktop runs; the one thing missing is the key."""
+    env = {ENV_STATE_DIR: str(managed.desk.state_dir), "GOOGLE_API_KEY": "", "GEMINI_API_KEY": ""}
+    proc = vnc_use("run", "--task", "x", "--runs-dir", str(tmp_path / "runs"), env=env)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert line == (
+        "vnc-use: No Gemini API key: set GOOGLE_API_KEY (or GEMINI_API_KEY); "
+        f"the local desktop at {managed.server} is running and was left as it is"
+    )
+    assert not list((tmp_path / "runs").glob("*/run.json"))
+
+
 def test_run_without_a_key_does_not_start_a_desktop(tmp_path: Path) -> None:
     env = {ENV_STATE_DIR: str(tmp_path / "state"), "GOOGLE_API_KEY": "", "GEMINI_API_KEY": ""}
     proc = vnc_use("run", "--task", "x", "--runs-dir", str(tmp_path / "runs"), env=env)

@@ -282,12 +282,16 @@ def use_local_desktop(args: argparse.Namespace) -> None:
     """
     if args.vnc or getattr(args, "command", None) != "run":
         return
-    if not config.gemini_api_key():
-        raise ConfigError(  # a run cannot start without a key: do not start a desktop for it
-            "No Gemini API key: set GOOGLE_API_KEY (or GEMINI_API_KEY); "
-            "the local desktop was not started"
+    desk = LocalDesktop()
+    if not config.gemini_api_key():  # a run cannot start without a key: start no desktop for it
+        status = desk.status()
+        where = (
+            f"the local desktop at {status.state.server} is running and was left as it is"
+            if status.running and status.state is not None
+            else "the local desktop was not started"
         )
-    state, started = LocalDesktop().up()
+        raise ConfigError(f"No Gemini API key: set GOOGLE_API_KEY (or GEMINI_API_KEY); {where}")
+    state, started = desk.up()
     args.vnc = state.server
     if not getattr(args, "quiet", False):
         what = "started" if started else "running"
