@@ -21,6 +21,7 @@ from PIL import Image
 
 from vnc_use import VncUseAgent
 from vnc_use.agent import AgentSettings
+from vnc_use.errors import ConfigError
 from vnc_use.providers.gemini.planner import GeminiComputerUse
 from vnc_use.testing.desktop import TestDesktop
 from vnc_use.testing.gemini_standin import (
@@ -408,3 +409,29 @@ def test_any_langgraph_checkpointer_can_hold_the_runs(
     result = make_agent(probe, checkpointer=saver).approve("shared")
     assert result.status == "done", result.error
     assert probe.log.wait_type("press")["x"] == 360
+
+
+def test_settings_passed_in_are_honoured_and_never_mutated(tmp_path: Path) -> None:
+    """Issue 17 item 8: the constructor's defaults replaced the caller's settings, in place."""
+    mine = AgentSettings(step_limit=5, seconds_timeout=42.0, hitl_mode=False, keep_screenshots=1)
+    agent = VncUseAgent(settings=mine, runs_dir=tmp_path)
+    try:
+        got = agent.settings
+        assert (got.step_limit, got.seconds_timeout, got.hitl_mode, got.keep_screenshots) == (
+            5,
+            42.0,
+            False,
+            1,
+        )
+        assert got is not mine
+        # an argument given to the constructor wins over the settings object, in the copy only
+        other = VncUseAgent(settings=mine, step_limit=9, runs_dir=tmp_path)
+        assert other.settings.step_limit == 9 and other.settings.hitl_mode is False
+        other.close()
+        assert mine == AgentSettings(
+            step_limit=5, seconds_timeout=42.0, hitl_mode=False, keep_screenshots=1
+        )
+    finally:
+        agent.close()
+    with pytest.raises(ConfigError, match="step_limit must be at least 1, got 0"):
+        VncUseAgent(settings=AgentSettings(step_limit=0), runs_dir=tmp_path)

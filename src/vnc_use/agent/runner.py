@@ -15,6 +15,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -82,10 +83,10 @@ class VncUseAgent:
         vnc_password: str | None = None,
         screen_size: tuple[int, int] = (1440, 900),
         excluded_actions: list[str] | None = None,
-        step_limit: int = 40,
-        seconds_timeout: float = 300,
-        hitl_mode: bool = True,
-        include_initial_screenshot: bool = True,
+        step_limit: int | None = None,
+        seconds_timeout: float | None = None,
+        hitl_mode: bool | None = None,
+        include_initial_screenshot: bool | None = None,
         runs_dir: str | Path = "runs",
         *,
         model: str = DEFAULT_MODEL,
@@ -93,7 +94,7 @@ class VncUseAgent:
         model_family: str | None = None,
         keep_browser_actions: bool = False,
         planner: GeminiComputerUse | None = None,
-        keep_screenshots: int = 3,
+        keep_screenshots: int | None = None,
         checkpoint_db: str | Path | None = None,
         checkpointer: BaseCheckpointSaver[Any] | None = None,
         on_event: Callable[[dict[str, Any]], None] | None = None,
@@ -105,10 +106,23 @@ class VncUseAgent:
         connect_timeout: float = 5.0,
         screen_region: str | ScreenRegion | None = None,
     ) -> None:
-        if step_limit < 1:
-            raise ConfigError(f"step_limit must be at least 1, got {step_limit}")
-        if seconds_timeout <= 0:
-            raise ConfigError(f"seconds_timeout must be positive, got {seconds_timeout}")
+        # Settings passed in are honoured and never mutated; an argument given here wins.
+        self.settings = replace(settings) if settings is not None else AgentSettings()
+        for name, value in (
+            ("step_limit", step_limit),
+            ("seconds_timeout", None if seconds_timeout is None else float(seconds_timeout)),
+            ("hitl_mode", hitl_mode),
+            ("include_initial_screenshot", include_initial_screenshot),
+            ("keep_screenshots", keep_screenshots),
+        ):
+            if value is not None:
+                setattr(self.settings, name, value)
+        if self.settings.step_limit < 1:
+            raise ConfigError(f"step_limit must be at least 1, got {self.settings.step_limit}")
+        if self.settings.seconds_timeout <= 0:
+            raise ConfigError(
+                f"seconds_timeout must be positive, got {self.settings.seconds_timeout}"
+            )
         if connect_timeout <= 0:
             raise ConfigError(f"connect_timeout must be positive, got {connect_timeout}")
         self.vnc_server = vnc_server
@@ -123,18 +137,12 @@ class VncUseAgent:
         )
         self.screen_size = screen_size
         self.runs_dir = Path(runs_dir)
-        self.settings = settings or AgentSettings()
-        self.settings.step_limit = step_limit
-        self.settings.seconds_timeout = float(seconds_timeout)
-        self.settings.hitl_mode = hitl_mode
-        self.settings.include_initial_screenshot = include_initial_screenshot
-        self.settings.keep_screenshots = keep_screenshots
         # model picks the family (action set); environment "browser" | "desktop" (None: the
         # family's default); see vnc_use.providers.gemini.families.
         self.planner = planner or GeminiComputerUse(
             excluded_actions=excluded_actions,
             model=model,
-            keep_screenshots=keep_screenshots,
+            keep_screenshots=self.settings.keep_screenshots,
             environment=environment,
             family=model_family,
             keep_browser_actions=keep_browser_actions,
