@@ -93,6 +93,28 @@ def test_approval_from_the_shell(probe: Probe, gemini: GeminiStandIn, tmp_path: 
 
 
 @pytest.mark.desktop
+def test_approve_sends_the_same_tools_as_the_run(
+    probe: Probe, gemini: GeminiStandIn, tmp_path: Path
+) -> None:
+    """Issue 17 item 9: ``--keep-browser-actions`` was not kept with the run, so ``approve``
+    rebuilt the planner without it and sent the model another tool set mid-run."""
+    gemini.script(confirm_reply(), Reply.text("done after approval"))
+    base = ["--runs-dir", str(tmp_path)]
+    args = ["--task", "Submit", "--thread-id", "kb", "--environment", "desktop"]
+    proc = run_cli(
+        ["run", "--vnc", probe.desktop.server, *args, "--keep-browser-actions", *base],
+        probe.desktop,
+    )
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert json.loads((tmp_path / "kb" / "run.json").read_text())["keep_browser_actions"] is True
+    proc = run_cli(["approve", "kb", *base], probe.desktop)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    first, second = gemini.requests
+    assert first.computer_use_tool() == second.computer_use_tool()
+    assert not (first.computer_use_tool() or {}).get("excludedPredefinedFunctions")
+
+
+@pytest.mark.desktop
 def test_denial_from_the_shell(probe: Probe, gemini: GeminiStandIn, tmp_path: Path) -> None:
     gemini.script(confirm_reply(), Reply.text("never"))
     base = ["--runs-dir", str(tmp_path)]

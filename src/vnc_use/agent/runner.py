@@ -246,6 +246,7 @@ class VncUseAgent:
                 "model_family": self.planner.family.name,
                 "environment": self.planner.environment,
                 "excluded_actions": self.planner.excluded_actions,
+                "keep_browser_actions": self.planner.keep_browser_actions,
                 "step_limit": self.settings.step_limit,
                 "seconds_timeout": self.settings.seconds_timeout,
                 "hitl_mode": self.settings.hitl_mode,

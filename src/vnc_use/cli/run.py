@@ -258,7 +258,8 @@ def _make_agent(args: argparse.Namespace, saved: dict[str, Any] | None) -> Any:
             kwargs["excluded_actions"] = saved["excluded_actions"]
         if saved.get("model"):
             kwargs["model"] = saved["model"]
-        for key in ("environment", "model_family"):  # the run's own, so the tool stays the same
+        # the run's own, so the model is sent the same tools after approve/deny/resume
+        for key in ("environment", "model_family", "keep_browser_actions"):
             if saved.get(key):
                 kwargs[key] = saved[key]
     return VncUseAgent(**kwargs)
