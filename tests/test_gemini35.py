@@ -514,7 +514,7 @@ def test_cli_run_with_gemini_35_on_the_desktop(
         "desktop",
     )
 
-    # an id vnc-use does not know: a warning, and the default (13-function) family
+    # an id vnc-use does not know: a warning, and the action set of 3.5 and newer models
     gemini.script(Reply.text("nothing to do"))
     proc = subprocess.run(
         [*base, *("--task", "Nothing", "--runs-dir", str(tmp_path), "--model", "gemini-9-x")],
@@ -525,5 +525,7 @@ def test_cli_run_with_gemini_35_on_the_desktop(
         stdin=subprocess.DEVNULL,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "Unknown model 'gemini-9-x'" in proc.stderr
-    assert gemini.last_request.tools() == [{"computerUse": {"environment": "ENVIRONMENT_BROWSER"}}]
+    assert "Unknown model 'gemini-9-x': assuming it speaks the gemini-3.5 action set" in (
+        proc.stderr
+    )
+    assert gemini.last_request.tools() == [{"computerUse": {"environment": "ENVIRONMENT_DESKTOP"}}]

@@ -46,6 +46,9 @@ BROWSER_ONLY_25 = ["open_web_browser", "go_back", "go_forward", "search", "navig
         ("models/gemini-2.5-computer-use-preview-10-2025", GEMINI_25),
         ("gemini-3-flash-preview", GEMINI_3),
         ("gemini-3-pro-preview", GEMINI_3),
+        ("gemini-3.1-pro-preview", GEMINI_3),
+        ("gemini-3.1-flash-preview", GEMINI_3),
+        ("gemini-2.5-flash", GEMINI_25),
         ("gemini-3.5-flash", GEMINI_35),
         ("Gemini-3.5-Flash-preview-06-2026", GEMINI_35),
     ],
@@ -56,17 +59,26 @@ def test_family_by_prefix(model: str, family: object, caplog: pytest.LogCaptureF
     assert caplog.records == []
 
 
-@pytest.mark.parametrize("model", ["gemini-2.5-flash", "gemini-9-ultra", "my-proxy-model", ""])
-def test_unknown_model_falls_back_with_a_warning(
+@pytest.mark.parametrize(
+    "model", ["gemini-4-flash", "gemini-3.6-pro", "gemini-9-ultra", "my-proxy-model", ""]
+)
+def test_unknown_model_gets_the_new_action_set_with_a_warning(
     model: str, caplog: pytest.LogCaptureFixture
 ) -> None:
+    """Issue 17 item 5: models newer than the 2.5 / 3 / 3.1 generations speak 3.5's actions
+    (Google's reference agent: the legacy list is explicit, everything else is new)."""
     assert find_family(model) is None
     with caplog.at_level(logging.WARNING, logger="vnc_use"):
-        assert family_for_model(model) is DEFAULT_FAMILY is GEMINI_25
+        assert family_for_model(model) is DEFAULT_FAMILY is GEMINI_35
     (record,) = caplog.records
     assert record.levelno == logging.WARNING
-    assert f"Unknown model {model!r}" in record.getMessage()
-    assert "gemini-2.5 action set" in record.getMessage()
+    assert f"Unknown model {model!r}: assuming it speaks the gemini-3.5 action set" in (
+        record.getMessage()
+    )
+    planner = GeminiComputerUse(model=model or "gemini-4-flash")
+    assert planner.environment == "desktop" and planner.action_table is GEMINI_35_DESKTOP_TABLE
+    # --model-family still overrides the assumption
+    assert GeminiComputerUse(model=model, family="gemini-2.5").action_table is GEMINI_25_TABLE
 
 
 def test_every_family_has_a_handler_per_action_and_an_example_model() -> None:

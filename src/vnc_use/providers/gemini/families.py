@@ -127,7 +127,7 @@ class ModelFamily:
 GEMINI_25 = ModelFamily(
     name="gemini-2.5",
     description="Gemini 2.5 Computer Use preview: 13 predefined functions, browser-optimised.",
-    prefixes=("gemini-2.5-computer-use",),
+    prefixes=("gemini-2.5-",),
     table=GEMINI_25_TABLE,
     handlers=GEMINI_25_HANDLERS,
     default_environment="browser",
@@ -139,8 +139,8 @@ GEMINI_25 = ModelFamily(
 
 GEMINI_3 = ModelFamily(
     name="gemini-3",
-    description="Gemini 3 Flash / Pro with built-in computer use: the same 13 functions.",
-    prefixes=("gemini-3-flash", "gemini-3-pro"),
+    description="Gemini 3 / 3.1 Flash and Pro with built-in computer use: the same 13 functions.",
+    prefixes=("gemini-3-", "gemini-3.0-", "gemini-3.1-"),
     table=GEMINI_25_TABLE,
     handlers=GEMINI_25_HANDLERS,
     default_environment="browser",
@@ -149,12 +149,12 @@ GEMINI_3 = ModelFamily(
     example_model="gemini-3-flash-preview",
     notes=("needs its thought signatures echoed back (vnc-use keeps model turns unchanged)",),
 )
-"""Gemini 3 Flash / Pro preview (``gemini-3-flash-preview``)."""
+"""Gemini 3 Flash / Pro and 3.1 Pro (``gemini-3-flash-preview``, ``gemini-3.1-pro-preview``)."""
 
 GEMINI_35 = ModelFamily(
     name="gemini-3.5",
     description="Gemini 3.5 Flash computer use: intent-bearing actions, desktop environment.",
-    prefixes=("gemini-3.5-flash",),
+    prefixes=("gemini-3.5-",),
     table=GEMINI_35_TABLE,
     handlers=GEMINI_35_HANDLERS,
     default_environment="desktop",
@@ -169,8 +169,10 @@ GEMINI_35 = ModelFamily(
 FAMILIES: tuple[ModelFamily, ...] = (GEMINI_25, GEMINI_3, GEMINI_35)
 """Every known family, in the order their prefixes are tried."""
 
-DEFAULT_FAMILY = GEMINI_25
-"""The family of an unknown model id: the 13-function set of Gemini 2.5 / 3."""
+DEFAULT_FAMILY = GEMINI_35
+"""The family of a model id no family claims. Only the 2.5 / 3 / 3.1 generations speak the 13
+legacy functions; Google's reference agent (google-gemini/computer-use-preview) gives every
+model off its legacy list the action set "used in gemini-3.5-flash and future models"."""
 
 
 def _bare(model_id: str) -> str:
@@ -187,14 +189,15 @@ def find_family(model_id: str) -> ModelFamily | None:
 
 
 def family_for_model(model_id: str) -> ModelFamily:
-    """The family of ``model_id``; an unknown id gets :data:`DEFAULT_FAMILY` and a warning."""
+    """The family of ``model_id``; an id no family claims gets :data:`DEFAULT_FAMILY` (the
+    action set of Gemini 3.5 and newer models) and a warning naming that assumption."""
     family = find_family(model_id)
     if family is None:
         known = ", ".join(p for f in FAMILIES for p in f.prefixes)
         log.warning(
-            "Unknown model %r: using the %s action set (known model prefixes: %s). "
-            "Name the family explicitly (family= / --model-family) if this model speaks "
-            "another one.",
+            "Unknown model %r: assuming it speaks the %s action set, as models newer than "
+            "Gemini 3.1 do (known model prefixes: %s). Name the family explicitly "
+            "(family= / --model-family) if this model speaks another one.",
             model_id,
             DEFAULT_FAMILY.name,
             known,
