@@ -356,3 +356,48 @@ def test_png_size_reads_the_header_only(tmp_path: Path) -> None:
     Image.new("RGB", (5, 6)).save(buf, format="PNG")
     path.write_bytes(buf.getvalue())
     assert png_size(path) == (5, 6)
+
+
+@pytest.mark.desktop
+def test_markers_land_on_a_downscaled_screenshot(
+    probe: Probe, gemini: GeminiStandIn, tmp_path: Path, browser: Browser
+) -> None:
+    """Issue 17 item 11: with screenshots downscaled for the model, markers were drawn in
+    screen pixels on the smaller image, off target. They land where the click went."""
+    from vnc_use.agent import AgentSettings
+
+    width, height = probe.size
+    small = (width // 2, height // 2)
+    cx, cy = probe.canvas_point()
+    gemini.script(
+        Reply.calls(FunctionCallSpec("click_at", x=cx * 1000 // width, y=cy * 1000 // height)),
+        Reply.calls(
+            FunctionCallSpec(
+                "click_at", x=850, y=850, safety_decision=require_confirmation("Clicks again.")
+            )
+        ),
+    )
+    runs = tmp_path / "runs"
+    with VncUseAgent(
+        vnc_server=probe.desktop.server,
+        vnc_password=probe.desktop.password,
+        runs_dir=runs,
+        planner=GeminiComputerUse(**FAST_RETRY),
+        settings=AgentSettings(screenshot_max_size=small),
+    ) as agent:
+        paused = agent.run(task="Click the canvas", thread_id="small")
+    assert paused.status == "awaiting_approval", paused.error
+    clicked = probe.log.wait_type("press")
+    page = browser.new_page()
+    page.open((runs / "small" / "report.html").as_uri())
+    assert page.problems() == []
+    done, pending = page.evaluate(STEP_FACTS)
+    assert done["natural"][0] <= small[0] and pending["kind"] == "pending"
+    scale_x, scale_y = done["natural"][0] / width, done["natural"][1] / height
+    assert done["dot"] is not None
+    assert abs(done["dot"][0] - clicked["x"] * scale_x) <= 3, (done["dot"], clicked)
+    assert abs(done["dot"][1] - clicked["y"] * scale_y) <= 3, (done["dot"], clicked)
+    # the pending click's marker too: grid 850 of the real screen, drawn on the small image
+    px = paused.pending_call["pixels"] if paused.pending_call else {}
+    assert abs(pending["dot"][0] - px["x"] * scale_x) <= 3, (pending["dot"], px)
+    assert abs(pending["dot"][1] - px["y"] * scale_y) <= 3, (pending["dot"], px)

@@ -1,5 +1,8 @@
 """What to draw on a screenshot for one call: shapes in the screenshot's own pixels.
 
+An action's pixels are the real screen's; on a screenshot downscaled for the model they are
+scaled to the image, so a marker lands on the element shown.
+
 Markers come generically from the ``pixels`` of the action (``x``/``y``: a crosshair;
 ``destination_x``/``destination_y`` too: an arrow for a drag), from a scroll's ``direction``
 (an arrow that way), and a caption with the action, the text it types and its intent. The HTML
@@ -92,11 +95,18 @@ def marker_for(step: StepView) -> Marker | None:
     if step.size is None:
         return None
     width, height = step.size
+    # Pixels are the real screen's; a screenshot downscaled for the model is drawn on smaller.
+    sw, sh = step.screen_size or step.size
     px = step.pixels
-    point = (int(px["x"]), int(px["y"])) if "x" in px and "y" in px else None
-    drag_to = None
-    if point and "destination_x" in px and "destination_y" in px:
-        drag_to = (int(px["destination_x"]), int(px["destination_y"]))
+
+    def on_image(kx: str, ky: str) -> Point | None:
+        if kx not in px or ky not in px:
+            return None
+        x = min(int(int(px[kx]) * width / sw), width - 1)
+        return x, min(int(int(px[ky]) * height / sh), height - 1)
+
+    point = on_image("x", "y")
+    drag_to = on_image("destination_x", "destination_y") if point else None
     scroll = None
     direction = step.args.get("direction")
     if isinstance(direction, str) and direction.lower() in _DIRECTIONS:

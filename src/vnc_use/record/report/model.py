@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from vnc_use.actions import denorm
+from vnc_use.desktops.png import screen_size_of
 from vnc_use.record.report.describe import is_sensitive
 from vnc_use.record.runs import read_events
 from vnc_use.status import RunStatus
@@ -84,6 +85,10 @@ class StepView:
     after: str | None = None
     """sha256 of the screenshot taken after it ran."""
     size: tuple[int, int] | None = None
+    """The size of the screenshot image (markers are drawn in its pixels)."""
+    screen_size: tuple[int, int] | None = None
+    """The real screen size ``pixels`` refer to; larger than ``size`` when the screenshot was
+    downscaled for the model."""
     ts: float | None = None
     duration_ms: float | None = None
     error: str | None = None
@@ -182,6 +187,14 @@ class _Reader:
         path = self.view.screenshot(sha)
         return (png_size(path) if path else None) or self.size
 
+    def _screen_of(self, sha: str | None) -> tuple[int, int] | None:
+        """The real screen size a screenshot shows (its ``Screen-Size`` chunk)."""
+        path = self.view.screenshot(sha)
+        try:
+            return screen_size_of(path.read_bytes()) if path else None
+        except (OSError, ValueError):
+            return None
+
     def _next_call(self) -> dict[str, Any]:
         calls = self.turn.calls if self.turn else []
         call = calls[self.used] if self.used < len(calls) else {}
@@ -248,6 +261,7 @@ class _Reader:
                 before=before,
                 after=after,
                 size=self._size_of(before) or reported,
+                screen_size=reported or self._screen_of(before),
                 ts=_num(e.get("ts")),
                 duration_ms=_num(e.get("duration_ms")),
                 error=e.get("error"),
@@ -277,15 +291,17 @@ class _Reader:
         args = dict(pending.get("args") or call.get("args") or {})
         before = pending.get("screenshot") or self.shot
         size = self._size_of(before)
+        screen = _size_pair(pending.get("screen_size")) or self._screen_of(before) or size
         self.view.items.append(
             StepView(
                 kind="denied",
                 step=int(e.get("step") or pending.get("step") or 0),
                 name=str(e.get("name") or pending.get("name") or call.get("name", "?")),
                 args=args,
-                pixels=dict(pending.get("pixels") or _pixels_for(args, size)),
+                pixels=dict(pending.get("pixels") or _pixels_for(args, screen)),
                 before=before,
                 size=size,
+                screen_size=screen,
                 ts=_num(e.get("ts")),
                 sensitive=is_sensitive(pending) or is_sensitive(call),
                 turn=self.turn,
@@ -321,21 +337,32 @@ class _Reader:
             args = dict(p.get("args") or {})
             before = p.get("screenshot") or self.shot
             size = self._size_of(before)
+            screen = _size_pair(p.get("screen_size")) or self._screen_of(before) or size
             v.items.append(
                 StepView(
                     kind="pending",
                     step=int(p.get("step") or 0),
                     name=str(p.get("name", "?")),
                     args=args,
-                    pixels=dict(p.get("pixels") or _pixels_for(args, size)),
+                    pixels=dict(p.get("pixels") or _pixels_for(args, screen)),
                     before=before,
                     size=size,
+                    screen_size=screen,
                     sensitive=is_sensitive(p),
                     turn=self.turn,
                     first_of_turn=self.used == 0,
                     explanation=str(p.get("explanation") or "") or None,
                 )
             )
+
+
+def _size_pair(value: Any) -> tuple[int, int] | None:
+    """``[w, h]`` from an event or an approval request, as a pair of ints."""
+    if isinstance(value, (list, tuple)) and len(value) == 2:
+        w, h = value
+        if isinstance(w, int) and isinstance(h, int) and w > 0 and h > 0:
+            return w, h
+    return None
 
 
 def load_run(run_dir: Path, redact: Callable[[Any], Any] | None = None) -> RunView:
