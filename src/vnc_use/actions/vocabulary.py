@@ -265,7 +265,9 @@ class ActionSpec(Generic[A]):
     def run(self, args: ActionArgs, targets: Targets, ctx: ActionContext) -> None:
         """Perform the action with ``args`` (which must be of this spec's ``args_model``)."""
         if not isinstance(args, self.args_model):
-            raise TypeError(f"{self.name} takes {self.args_model.__name__}, not {type(args)}")
+            raise TypeError(
+                f"{self.name} takes {self.args_model.__name__}, not {type(args).__name__}"
+            )
         self.handler(args, targets, ctx)
 
     def signature(self) -> str:
