@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 
 import pytest
 from google.genai import types
@@ -14,13 +15,7 @@ from vnc_use.actions import (
     ValidatedAction,
     WaitArgs,
 )
-from vnc_use.actions.execute import (
-    GEMINI_25_HANDLERS,
-    GEMINI_35_HANDLERS,
-    HANDLERS_BY_TABLE,
-    ActionContext,
-    execute,
-)
+from vnc_use.actions.execute import ActionContext, execute
 from vnc_use.desktops.vnc import VNCController
 from vnc_use.errors import ConfigError
 from vnc_use.providers.gemini.families import (
@@ -84,13 +79,12 @@ def test_unknown_model_gets_the_new_action_set_with_a_warning(
 def test_every_family_has_a_handler_per_action_and_an_example_model() -> None:
     assert [f.name for f in FAMILIES] == ["gemini-2.5", "gemini-3", "gemini-3.5"]
     for family in FAMILIES:
-        assert set(family.handlers) >= set(family.table.names)
-        for env in ("browser", "desktop"):
-            assert set(family.table_for(env).names) <= set(family.handlers)
+        for env in ("browser", "desktop"):  # each action's spec carries its handler
+            for spec in family.table_for(env).specs.values():
+                assert callable(spec.handler), (family.name, spec.name)
         assert family_for_model(family.example_model) is family
         assert family_by_name(family.name) is family
-    assert GEMINI_25.handlers is GEMINI_25_HANDLERS and GEMINI_35.handlers is GEMINI_35_HANDLERS
-    assert HANDLERS_BY_TABLE[GEMINI_35_DESKTOP_TABLE.family] is GEMINI_35_HANDLERS
+    assert GEMINI_35.table_for("desktop").spec("click") is GEMINI_35_TABLE.spec("click")
     with pytest.raises(ConfigError, match="Unknown model family 'gemini-4'"):
         family_by_name("gemini-4")
 
@@ -228,18 +222,20 @@ def test_35_excludes_its_own_names() -> None:
 # ------------------------------------------------------------------ executor dispatch
 
 
-def test_execute_refuses_an_action_no_handler_knows() -> None:
-    ctx = ActionContext(hands=VNCController(), width=100, height=100)  # never connected
+def test_execute_runs_the_specs_own_handler_and_refuses_arguments_of_another_model() -> None:
+    stop = threading.Event()
+    stop.set()
+    ctx = ActionContext(hands=VNCController(), width=100, height=100, stop=stop)  # unconnected
+    # the handler comes with the spec, whatever table the action names
     stray = ValidatedAction("wait", WaitArgs(intent="i"), GEMINI_35_TABLE.spec("wait"), None, "x")
-    with pytest.raises(ValueError, match="cannot be executed"):
-        execute(stray, ctx)
-    with pytest.raises(ValueError, match="cannot be executed"):
-        execute(stray, ctx, handlers=GEMINI_25_HANDLERS)
+    assert execute(stray, ctx) == {}
+    # arguments that are not the spec's model never reach its handler (answered as an error)
+    wrong = ValidatedAction("wait", WaitArgs(intent="i"), GEMINI_25_TABLE.spec("click_at"))
+    with pytest.raises(TypeError, match="click_at takes PointArgs"):
+        execute(wrong, ctx)
 
 
 def test_wait_is_cut_short_by_the_stop_event_and_capped() -> None:
-    import threading
-
     stop = threading.Event()
     stop.set()  # the run is stopping: a long wait returns at once
     ctx = ActionContext(hands=VNCController(), width=100, height=100, stop=stop)

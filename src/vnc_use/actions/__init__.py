@@ -1,14 +1,32 @@
 """The action vocabulary: what a model may ask the desktop to do, validated, and how it runs.
 
-- :mod:`vnc_use.actions.vocabulary` -- the argument models and the action tables;
-- :mod:`vnc_use.actions.execute` -- each action's handler: grid coordinates to pixels to input.
+- :mod:`vnc_use.actions.vocabulary` -- argument models, the action spec, tables, validation;
+- :mod:`vnc_use.actions.tables` -- the action tables, one spec (model, points, handler) a row;
+- :mod:`vnc_use.actions.pixels` -- the one grid-to-pixel mapping;
+- :mod:`vnc_use.actions.handlers` -- what each action does on the desktop;
+- :mod:`vnc_use.actions.execute` -- running a validated action: pixels, then its handler.
 """
 
-from vnc_use.actions.vocabulary import (
+from vnc_use.actions.pixels import (
+    GRID_SIZE,
+    Targets,
+    action_pixels,
+    call_pixels,
+    denorm,
+    denorm_magnitude,
+    denorm_x,
+    denorm_y,
+    pixel_targets,
+    point_arguments,
+)
+from vnc_use.actions.tables import (
     GEMINI_25_TABLE,
     GEMINI_35_DESKTOP_TABLE,
     GEMINI_35_TABLE,
     PREDEFINED_FUNCTIONS,
+    TABLES,
+)
+from vnc_use.actions.vocabulary import (
     SAFETY_DECISION_KEY,
     ActionArgs,
     ActionError,
@@ -16,6 +34,7 @@ from vnc_use.actions.vocabulary import (
     ActionTable,
     Coordinate,
     Direction,
+    Distance,
     DragAndDropArgs,
     HotkeyArgs,
     IntentArgs,
@@ -28,16 +47,13 @@ from vnc_use.actions.vocabulary import (
     NavigateArgs,
     NoArgs,
     PointArgs,
+    Points,
     ScrollAtArgs,
     ScrollDocumentArgs,
     TypeArgs,
     TypeTextAtArgs,
     ValidatedAction,
     WaitArgs,
-    denorm,
-    denorm_magnitude,
-    denorm_x,
-    denorm_y,
     split_safety_decision,
 )
 
@@ -45,14 +61,17 @@ __all__ = [
     "GEMINI_25_TABLE",
     "GEMINI_35_DESKTOP_TABLE",
     "GEMINI_35_TABLE",
+    "GRID_SIZE",
     "PREDEFINED_FUNCTIONS",
     "SAFETY_DECISION_KEY",
+    "TABLES",
     "ActionArgs",
     "ActionError",
     "ActionSpec",
     "ActionTable",
     "Coordinate",
     "Direction",
+    "Distance",
     "DragAndDropArgs",
     "HotkeyArgs",
     "IntentArgs",
@@ -65,15 +84,21 @@ __all__ = [
     "NavigateArgs",
     "NoArgs",
     "PointArgs",
+    "Points",
     "ScrollAtArgs",
     "ScrollDocumentArgs",
+    "Targets",
     "TypeArgs",
     "TypeTextAtArgs",
     "ValidatedAction",
     "WaitArgs",
+    "action_pixels",
+    "call_pixels",
     "denorm",
     "denorm_magnitude",
     "denorm_x",
     "denorm_y",
+    "pixel_targets",
+    "point_arguments",
     "split_safety_decision",
 ]

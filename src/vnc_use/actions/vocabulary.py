@@ -1,37 +1,28 @@
-"""The model's action vocabulary as data: argument models, validation, grid-to-pixel math.
+"""The action vocabulary's building blocks: argument models, action specs, tables, validation.
 
 Gemini Computer Use models answer with function calls such as ``click_at(x=500, y=300)``.
-This module declares, per model family, which functions exist and what arguments each one
-takes (an :class:`ActionTable` of pydantic models), validates a call against that table, and
-converts the model's 0-999 grid coordinates to screen pixels.
+Each function is one :class:`ActionSpec`: its pydantic argument model, which of its arguments
+are places on the screen (:class:`Points`) and its handler (what it does on the desktop). An
+:class:`ActionTable` gathers the specs of one model family and validates a call against them.
 
-Nothing outside a table may hard-code action names. Two vocabularies exist:
-
-* :data:`GEMINI_25_TABLE` -- the 13 predefined functions of Gemini 2.5 Computer Use, also used
-  by Gemini 3 Flash / Pro (``click_at``, ``type_text_at``, ``key_combination``, ...);
-* :data:`GEMINI_35_TABLE` -- the intent-bearing actions of Gemini 3.5 Flash (``click``,
-  ``triple_click``, ``hotkey``, ``scroll``, ... each with a required ``intent``), and
-  :data:`GEMINI_35_DESKTOP_TABLE`, its ``ENVIRONMENT_DESKTOP`` subset (no browser navigation).
-
-Which table a model gets is decided by :mod:`vnc_use.providers.gemini.families`.
-
-Executing an action on a desktop is not done here (see ``backends/``); this module only says
-what a valid action looks like and where on the screen it lands.
+The tables themselves are in :mod:`vnc_use.actions.tables`, the handlers in
+:mod:`vnc_use.actions.handlers`, the grid-to-pixel mapping in :mod:`vnc_use.actions.pixels`.
+Nothing outside a table may hard-code action names.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+if TYPE_CHECKING:
+    from vnc_use.actions.execute import ActionContext
+    from vnc_use.actions.pixels import Targets
+
 __all__ = [
-    "GEMINI_25_TABLE",
-    "GEMINI_35_DESKTOP_TABLE",
-    "GEMINI_35_TABLE",
-    "PREDEFINED_FUNCTIONS",
     "SAFETY_DECISION_KEY",
     "ActionArgs",
     "ActionError",
@@ -39,7 +30,9 @@ __all__ = [
     "ActionTable",
     "Coordinate",
     "Direction",
+    "Distance",
     "DragAndDropArgs",
+    "Handler",
     "HotkeyArgs",
     "IntentArgs",
     "IntentDragArgs",
@@ -51,24 +44,18 @@ __all__ = [
     "NavigateArgs",
     "NoArgs",
     "PointArgs",
+    "Points",
     "ScrollAtArgs",
     "ScrollDocumentArgs",
     "TypeArgs",
     "TypeTextAtArgs",
     "ValidatedAction",
     "WaitArgs",
-    "denorm",
-    "denorm_magnitude",
-    "denorm_x",
-    "denorm_y",
     "split_safety_decision",
 ]
 
 #: Key the model puts inside a call's ``args`` when an action needs a human's confirmation.
 SAFETY_DECISION_KEY = "safety_decision"
-
-#: The grid the model's coordinates live on: integers 0-999, scaled by ``/ 1000``.
-GRID_SIZE = 1000
 
 Coordinate = Annotated[int, Field(ge=0, le=999, description="0-999 grid coordinate")]
 """A coordinate on the model's 1000x1000 grid (0-999), independent of the screen size."""
@@ -228,12 +215,60 @@ class IntentNavigateArgs(IntentArgs):
 
 
 @dataclass(frozen=True)
-class ActionSpec:
-    """One function the model may call: its name, argument model and a short description."""
+class Distance:
+    """An argument that is a scroll distance.
+
+    ``on_grid``: the value is on the 0-999 grid and scaled by the screen along the scroll's
+    ``direction`` argument (Gemini 2.5 ``scroll_at``); otherwise it is already pixels.
+    """
+
+    arg: str
+    on_grid: bool
+    direction: str = "direction"
+
+
+@dataclass(frozen=True)
+class Points:
+    """Which arguments of an action are places on the screen (argument names).
+
+    ``at``: the (x, y) arguments of the point the pointer goes to (a click, a drag's start);
+    ``to``: the (x, y) arguments of a drag's end; ``distance``: a scroll's distance. An action
+    that touches no place on the screen has none of them.
+    """
+
+    at: tuple[str, str] | None = None
+    to: tuple[str, str] | None = None
+    distance: Distance | None = None
+
+
+A = TypeVar("A", bound=ActionArgs)
+
+Handler = Callable[[A, "Targets", "ActionContext"], None]
+"""What an action does on the desktop: its validated arguments, its pixel targets (from
+:func:`vnc_use.actions.pixels.action_pixels`) and the executor's context."""
+
+
+@dataclass(frozen=True)
+class ActionSpec(Generic[A]):
+    """One function the model may call: everything vnc-use knows about it, in one place.
+
+    ``args_model`` validates its arguments, ``points`` says which of them are places on the
+    screen, ``handler`` performs it; ``description`` is a short line for people and models.
+    """
 
     name: str
-    args_model: type[ActionArgs]
+    args_model: type[A]
     description: str
+    handler: Handler[A]
+    points: Points = Points()
+
+    def run(self, args: ActionArgs, targets: Targets, ctx: ActionContext) -> None:
+        """Perform the action with ``args`` (which must be of this spec's ``args_model``)."""
+        if not isinstance(args, self.args_model):
+            raise TypeError(
+                f"{self.name} takes {self.args_model.__name__}, not {type(args).__name__}"
+            )
+        self.handler(args, targets, ctx)
 
     def signature(self) -> str:
         """A compact human/model-readable signature, e.g. ``click_at(x: int 0-999, ...)``."""
@@ -256,13 +291,12 @@ class ActionSpec:
 class ValidatedAction:
     """A call that passed validation: its spec, typed arguments and any safety decision.
 
-    ``table`` names the :class:`ActionTable` that validated it (its ``family``), so the
-    executor knows which handlers apply.
+    ``table`` names the :class:`ActionTable` that validated it (its ``family``).
     """
 
     name: str
     args: ActionArgs
-    spec: ActionSpec
+    spec: ActionSpec[Any]
     safety_decision: dict[str, Any] | None = None
     table: str = ""
 
@@ -296,7 +330,7 @@ class ActionTable:
     """
 
     family: str
-    specs: Mapping[str, ActionSpec]
+    specs: Mapping[str, ActionSpec[Any]]
     browser_only: frozenset[str] = field(default_factory=frozenset)
 
     def __post_init__(self) -> None:
@@ -315,7 +349,7 @@ class ActionTable:
     def __contains__(self, name: object) -> bool:
         return name in self.specs
 
-    def spec(self, name: str) -> ActionSpec:
+    def spec(self, name: str) -> ActionSpec[Any]:
         """The spec of ``name``; raises ``KeyError`` for names not in the table."""
         return self.specs[name]
 
@@ -408,124 +442,3 @@ def split_safety_decision(
         "decision": "require_confirmation",
         "explanation": f"Unrecognised safety_decision from the model: {raw!r}",
     }
-
-
-# --------------------------------------------------------------------------------------
-# Gemini 2.5 Computer Use / Gemini 3 Flash table
-# --------------------------------------------------------------------------------------
-
-GEMINI_25_TABLE = ActionTable(
-    family="gemini-2.5-computer-use",
-    specs={
-        s.name: s
-        for s in (
-            ActionSpec("open_web_browser", NoArgs, "Open the web browser."),
-            ActionSpec("wait_5_seconds", NoArgs, "Wait 5 seconds for the screen to settle."),
-            ActionSpec("go_back", NoArgs, "Go back to the previous page."),
-            ActionSpec("go_forward", NoArgs, "Go forward to the next page."),
-            ActionSpec("search", NoArgs, "Go to the default search engine's home page."),
-            ActionSpec("navigate", NavigateArgs, "Go to a URL."),
-            ActionSpec("click_at", PointArgs, "Click at a grid point."),
-            ActionSpec("hover_at", PointArgs, "Move the pointer to a grid point."),
-            ActionSpec(
-                "type_text_at",
-                TypeTextAtArgs,
-                "Click at a grid point, optionally clear the field, type text, optionally Enter.",
-            ),
-            ActionSpec("key_combination", KeyCombinationArgs, "Press keys, e.g. 'control+c'."),
-            ActionSpec("scroll_document", ScrollDocumentArgs, "Scroll the whole page."),
-            ActionSpec("scroll_at", ScrollAtArgs, "Scroll at a grid point by a magnitude."),
-            ActionSpec("drag_and_drop", DragAndDropArgs, "Drag from one grid point to another."),
-        )
-    },
-    browser_only=frozenset({"open_web_browser", "search", "navigate", "go_back", "go_forward"}),
-)
-"""The 13 predefined functions of Gemini 2.5 Computer Use (also used by Gemini 3 Flash)."""
-
-PREDEFINED_FUNCTIONS: tuple[str, ...] = GEMINI_25_TABLE.names
-"""Names of the Gemini 2.5 predefined functions (derived from the table, never hand-written)."""
-
-
-# --------------------------------------------------------------------------------------
-# Gemini 3.5 Flash table
-# --------------------------------------------------------------------------------------
-
-GEMINI_35_TABLE = ActionTable(
-    family="gemini-3.5",
-    specs={
-        s.name: s
-        for s in (
-            ActionSpec("click", IntentPointArgs, "Left click at a grid point."),
-            ActionSpec("double_click", IntentPointArgs, "Double click at a grid point."),
-            ActionSpec("triple_click", IntentPointArgs, "Triple click at a grid point."),
-            ActionSpec("middle_click", IntentPointArgs, "Middle click at a grid point."),
-            ActionSpec("right_click", IntentPointArgs, "Right click at a grid point."),
-            ActionSpec("mouse_down", IntentPointArgs, "Press and hold the left button there."),
-            ActionSpec("mouse_up", IntentPointArgs, "Release the left button there."),
-            ActionSpec("move", IntentPointArgs, "Move the pointer to a grid point."),
-            ActionSpec("type", TypeArgs, "Type text where the keyboard focus is."),
-            ActionSpec("drag_and_drop", IntentDragArgs, "Drag from start to end (grid points)."),
-            ActionSpec("wait", WaitArgs, "Wait some seconds."),
-            ActionSpec("press_key", KeyArgs, "Press and release one key."),
-            ActionSpec("key_down", KeyArgs, "Press and hold one key."),
-            ActionSpec("key_up", KeyArgs, "Release one held key."),
-            ActionSpec("hotkey", HotkeyArgs, "Press a key combination, e.g. ['control', 'c']."),
-            ActionSpec("take_screenshot", IntentArgs, "Answer with a fresh screenshot."),
-            ActionSpec("scroll", IntentScrollArgs, "Scroll at a grid point by some pixels."),
-            ActionSpec("go_back", IntentArgs, "Go back to the previous page."),
-            ActionSpec("navigate", IntentNavigateArgs, "Go to a URL."),
-            ActionSpec("go_forward", IntentArgs, "Go forward to the next page."),
-        )
-    },
-    browser_only=frozenset({"go_back", "navigate", "go_forward"}),
-)
-"""The 20 actions of Gemini 3.5 Flash computer use in ``ENVIRONMENT_BROWSER`` (all intent-bearing).
-
-Coordinates are on the same 0-999 grid as Gemini 2.5; ``scroll``'s ``magnitude_in_pixels`` is
-a pixel distance.
-"""
-
-GEMINI_35_DESKTOP_TABLE = GEMINI_35_TABLE.without(
-    GEMINI_35_TABLE.browser_only, family="gemini-3.5-desktop"
-)
-"""The 17 actions of Gemini 3.5 Flash in ``ENVIRONMENT_DESKTOP`` (Google's "Desktop
-environment" table: the browser table without ``go_back``, ``navigate``, ``go_forward``)."""
-
-
-# --------------------------------------------------------------------------------------
-# Grid -> pixels
-# --------------------------------------------------------------------------------------
-
-
-def _scale(value: int, size: int) -> int:
-    if size < 1:
-        raise ValueError(f"screen dimension must be >= 1 pixel, got {size}")
-    pixel = round(value / GRID_SIZE * size)
-    return min(max(pixel, 0), size - 1)
-
-
-def denorm_x(x: int, width: int) -> int:
-    """Grid x (0-999) to a pixel column: ``round(x / 1000 * width)`` clamped to the screen."""
-    return _scale(x, width)
-
-
-def denorm_y(y: int, height: int) -> int:
-    """Grid y (0-999) to a pixel row: ``round(y / 1000 * height)`` clamped to the screen."""
-    return _scale(y, height)
-
-
-def denorm(x: int, y: int, width: int, height: int) -> tuple[int, int]:
-    """Grid point to a pixel point on a ``width`` x ``height`` screen."""
-    return denorm_x(x, width), denorm_y(y, height)
-
-
-def denorm_magnitude(direction: Direction, magnitude: int, width: int, height: int) -> int:
-    """A grid scroll magnitude in pixels: scaled by height for up/down, by width for left/right.
-
-    As in Google's reference executor; the result is clamped like a coordinate.
-    """
-    if direction in ("up", "down"):
-        return denorm_y(magnitude, height)
-    if direction in ("left", "right"):
-        return denorm_x(magnitude, width)
-    raise ValueError(f"unknown scroll direction {direction!r}")

@@ -10,7 +10,7 @@ from langgraph.graph import END
 from langgraph.runtime import Runtime
 from langgraph.types import Command, interrupt
 
-from vnc_use.actions import ActionError, denorm
+from vnc_use.actions import TABLES, ActionError, call_pixels
 from vnc_use.agent import approval as safety
 from vnc_use.agent import history
 from vnc_use.agent.context import AgentContext, capture, over_time, screen_size, storable
@@ -19,22 +19,7 @@ from vnc_use.agent.state import CUAState, FunctionCallRecord, TranscriptEntry
 
 def _pixels_of(call: FunctionCallRecord, size: tuple[int, int] | None) -> dict[str, int]:
     """Pixel targets of a call's grid coordinates (for approval prompts), where valid."""
-    if size is None:
-        return {}
-    args = call["args"]
-    out: dict[str, int] = {}
-    # (Gemini 3.5 drags name their ends start_x/start_y and end_x/end_y; reported as 2.5 keys)
-    pairs = (
-        ("x", "y", "x", "y"),
-        ("destination_x", "destination_y", "destination_x", "destination_y"),
-        ("start_x", "start_y", "x", "y"),
-        ("end_x", "end_y", "destination_x", "destination_y"),
-    )
-    for kx, ky, ox, oy in pairs:
-        x, y = args.get(kx), args.get(ky)
-        if isinstance(x, int) and isinstance(y, int) and 0 <= x <= 999 and 0 <= y <= 999:
-            out[ox], out[oy] = denorm(x, y, *size)
-    return out
+    return call_pixels(call["args"], size, TABLES)
 
 
 def _call_record(ctx: AgentContext, call: dict[str, Any]) -> FunctionCallRecord:

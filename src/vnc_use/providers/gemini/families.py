@@ -1,4 +1,4 @@
-"""Model families: which action set, handlers and environment a Gemini model id gets.
+"""Model families: which action set and environment a Gemini model id gets.
 
 Google's computer-use models do not all speak the same vocabulary:
 
@@ -39,7 +39,6 @@ from vnc_use.actions import (
     GEMINI_35_TABLE,
     ActionTable,
 )
-from vnc_use.actions.execute import GEMINI_25_HANDLERS, GEMINI_35_HANDLERS, Handler
 from vnc_use.errors import ConfigError
 
 __all__ = [
@@ -75,8 +74,8 @@ _WIRE: dict[EnvironmentName, str] = {
 class ModelFamily:
     """Everything that depends on which Gemini computer-use model is asked.
 
-    - ``table``: the family's whole action set (browser environment), declared as data;
-    - ``handlers``: one executor handler per action of ``table``;
+    - ``table``: the family's whole action set (browser environment); each action's spec
+      carries its handler;
     - ``default_environment``: used when the caller names none;
     - ``wire_environments``: the ``ComputerUse.environment`` sent for each environment;
     - ``desktop_tables``: a smaller table a desktop environment has on the wire (3.5), if any;
@@ -89,18 +88,12 @@ class ModelFamily:
     description: str
     prefixes: tuple[str, ...]
     table: ActionTable
-    handlers: Mapping[str, Handler]
     default_environment: EnvironmentName
     wire_environments: Mapping[EnvironmentName, str]
     excludes_browser_only: bool
     desktop_table: ActionTable | None = None
     example_model: str = ""
     notes: tuple[str, ...] = field(default_factory=tuple)
-
-    def __post_init__(self) -> None:
-        missing = set(self.table.names) - set(self.handlers)
-        if missing:
-            raise ValueError(f"family {self.name}: no handler for {sorted(missing)}")
 
     def table_for(self, environment: EnvironmentName) -> ActionTable:
         """The action set the model has in ``environment``."""
@@ -129,7 +122,6 @@ GEMINI_25 = ModelFamily(
     description="Gemini 2.5 Computer Use preview: 13 predefined functions, browser-optimised.",
     prefixes=("gemini-2.5-",),
     table=GEMINI_25_TABLE,
-    handlers=GEMINI_25_HANDLERS,
     default_environment="browser",
     wire_environments={"browser": "ENVIRONMENT_BROWSER", "desktop": "ENVIRONMENT_BROWSER"},
     excludes_browser_only=True,
@@ -142,7 +134,6 @@ GEMINI_3 = ModelFamily(
     description="Gemini 3 / 3.1 Flash and Pro with built-in computer use: the same 13 functions.",
     prefixes=("gemini-3-", "gemini-3.0-", "gemini-3.1-"),
     table=GEMINI_25_TABLE,
-    handlers=GEMINI_25_HANDLERS,
     default_environment="browser",
     wire_environments={"browser": "ENVIRONMENT_BROWSER", "desktop": "ENVIRONMENT_BROWSER"},
     excludes_browser_only=True,
@@ -156,7 +147,6 @@ GEMINI_35 = ModelFamily(
     description="Gemini 3.5 Flash computer use: intent-bearing actions, desktop environment.",
     prefixes=("gemini-3.5-",),
     table=GEMINI_35_TABLE,
-    handlers=GEMINI_35_HANDLERS,
     default_environment="desktop",
     wire_environments=dict(_WIRE),
     excludes_browser_only=False,

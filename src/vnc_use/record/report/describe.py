@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from vnc_use.actions import TABLES, point_arguments
+
 __all__ = [
     "HIDDEN",
     "call_args",
@@ -30,10 +32,8 @@ HIDDEN = "[REDACTED]"
 INTENT_KEY = "intent"
 _TEXT_KEYS = ("text",)
 # grid argument names of a point, by the pixel keys the action event reports it under
-_POINTS = (
-    (("x", "y"), (("x", "y"), ("start_x", "start_y"))),
-    (("destination_x", "destination_y"), (("destination_x", "destination_y"), ("end_x", "end_y"))),
-)
+_AT, _TO = point_arguments(TABLES)
+_POINTS = ((("x", "y"), _AT), (("destination_x", "destination_y"), _TO))
 
 
 def is_sensitive(event: Mapping[str, Any]) -> bool:

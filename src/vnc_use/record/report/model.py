@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from vnc_use.actions import denorm
+from vnc_use.actions import TABLES, call_pixels
 from vnc_use.desktops.png import screen_size_of
 from vnc_use.record.report.describe import is_sensitive
 from vnc_use.record.runs import read_events
@@ -160,17 +160,6 @@ def _num(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) else None
 
 
-def _pixels_for(args: dict[str, Any], size: tuple[int, int] | None) -> dict[str, int]:
-    out: dict[str, int] = {}
-    if size is None:
-        return out
-    for kx, ky in (("x", "y"), ("destination_x", "destination_y")):
-        x, y = args.get(kx), args.get(ky)
-        if isinstance(x, int) and isinstance(y, int) and 0 <= x <= 999 and 0 <= y <= 999:
-            out[kx], out[ky] = denorm(x, y, *size)
-    return out
-
-
 class _Reader:
     """Walks the events once, keeping what the next step needs to know."""
 
@@ -298,7 +287,7 @@ class _Reader:
                 step=int(e.get("step") or pending.get("step") or 0),
                 name=str(e.get("name") or pending.get("name") or call.get("name", "?")),
                 args=args,
-                pixels=dict(pending.get("pixels") or _pixels_for(args, screen)),
+                pixels=dict(pending.get("pixels") or call_pixels(args, screen, TABLES)),
                 before=before,
                 size=size,
                 screen_size=screen,
@@ -344,7 +333,7 @@ class _Reader:
                     step=int(p.get("step") or 0),
                     name=str(p.get("name", "?")),
                     args=args,
-                    pixels=dict(p.get("pixels") or _pixels_for(args, screen)),
+                    pixels=dict(p.get("pixels") or call_pixels(args, screen, TABLES)),
                     before=before,
                     size=size,
                     screen_size=screen,

@@ -1,0 +1,256 @@
+"""The one grid-to-pixel mapping: every action with points lands on the same pixels everywhere.
+
+For every action of both tables that has a place on the screen, on a screen whose size is not
+round, the approval prompt, the progress line, the report's markers (for an executed, a
+pending and a denied call) and the input the executor really sends agree, and match the
+mapping written out here by hand: ``round(grid / 1000 * size)``.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from PIL import Image
+
+from vnc_use.actions import (
+    TABLES,
+    ActionSpec,
+    ActionTable,
+    Points,
+    ValidatedAction,
+    call_pixels,
+    pixel_targets,
+)
+from vnc_use.actions.execute import ActionContext, execute
+from vnc_use.agent.nodes import _pixels_of
+from vnc_use.cli.progress import LineFormatter, plain
+from vnc_use.record.folder import RunFolder
+from vnc_use.record.report.markers import marker_for
+from vnc_use.record.report.model import StepView, load_run
+
+WIDTH, HEIGHT = 1021, 767  # not round: a rounding slip shows
+
+# Values for every argument an action with points has (grid values chosen off round pixels).
+SAMPLE: dict[str, Any] = {
+    "x": 333,
+    "y": 667,
+    "destination_x": 999,
+    "destination_y": 1,
+    "start_x": 123,
+    "start_y": 877,
+    "end_x": 0,
+    "end_y": 999,
+    "direction": "left",
+    "magnitude": 457,
+    "magnitude_in_pixels": 120,
+    "text": "hello",
+    "press_enter": False,
+    "clear_before_typing": True,
+    "intent": "why",
+}
+
+WITH_POINTS = [
+    pytest.param(table, spec, id=f"{table.family}:{spec.name}")
+    for table in TABLES
+    for spec in table.specs.values()
+    if spec.points != Points()
+]
+
+
+def by_hand(gx: int, gy: int) -> tuple[int, int]:
+    """The mapping as the docs state it, written out independently of the code under test."""
+    return min(round(gx * WIDTH / 1000), WIDTH - 1), min(round(gy * HEIGHT / 1000), HEIGHT - 1)
+
+
+class RecordingHands:
+    """The executor's ``Hands``, in process: records every input it is sent as a plain dict.
+
+    (To be replaced by ``vnc_use.testing.FakeDesktop``, whose ``.events`` has the same role.)
+    """
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+
+    def _record(self, kind: str, **fields: Any) -> None:
+        self.events.append({"kind": kind, **fields})
+
+    def move(self, x: int, y: int) -> None:
+        self._record("move", x=x, y=y)
+
+    def click(self, x: int, y: int, button: int = 1) -> None:
+        self._record("click", x=x, y=y, button=button)
+
+    def double_click(self, x: int, y: int) -> None:
+        self._record("double_click", x=x, y=y)
+
+    def triple_click(self, x: int, y: int) -> None:
+        self._record("triple_click", x=x, y=y)
+
+    def mouse_down(self, x: int, y: int, button: int = 1) -> None:
+        self._record("mouse_down", x=x, y=y, button=button)
+
+    def mouse_up(self, x: int, y: int, button: int = 1) -> None:
+        self._record("mouse_up", x=x, y=y, button=button)
+
+    def drag_and_drop(self, x0: int, y0: int, x1: int, y1: int, steps: int = 10) -> None:
+        self._record("drag", x=x0, y=y0, destination_x=x1, destination_y=y1)
+
+    def type_text(self, text: str, press_enter: bool = False, clear_first: bool = False) -> None:
+        self._record("type", text=text)
+
+    def key_combo(self, keys: str) -> None:
+        self._record("keys", keys=keys)
+
+    def key_down(self, key: str) -> None:
+        self._record("key_down", key=key)
+
+    def key_up(self, key: str) -> None:
+        self._record("key_up", key=key)
+
+    def scroll(self, direction: str, magnitude: int = 800) -> None:
+        self._record("scroll", direction=direction, magnitude=magnitude)
+
+    def scroll_at(self, x: int, y: int, direction: str, magnitude: int = 800) -> None:
+        self._record("scroll", x=x, y=y, direction=direction, magnitude=magnitude)
+
+    def settle_input(self) -> None:
+        self._record("settle")
+
+
+def sent_points(events: list[dict[str, Any]]) -> dict[str, int]:
+    """The pixels the desktop received: the pointer event's point (and a drag's end)."""
+    (pointer,) = [e for e in events if "x" in e]
+    keys = ("x", "y", "destination_x", "destination_y")
+    return {k: pointer[k] for k in keys if k in pointer}
+
+
+def args_for(spec: ActionSpec[Any]) -> dict[str, Any]:
+    return {name: SAMPLE[name] for name in spec.args_model.model_fields}
+
+
+def expected_points(spec: ActionSpec[Any], args: dict[str, Any]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    if spec.points.at:
+        out["x"], out["y"] = by_hand(*(args[a] for a in spec.points.at))
+    if spec.points.to:
+        out["destination_x"], out["destination_y"] = by_hand(*(args[a] for a in spec.points.to))
+    return out
+
+
+def marker_points(step: StepView) -> dict[str, int]:
+    marker = marker_for(step)
+    assert marker is not None and marker.point is not None
+    out = {"x": marker.point[0], "y": marker.point[1]}
+    if marker.drag_to is not None:
+        out["destination_x"], out["destination_y"] = marker.drag_to
+    return out
+
+
+def report_steps(
+    tmp_path: Path, name: str, args: dict[str, Any], pixels: dict[str, int]
+) -> list[Any]:
+    """A run folder with the call executed, then asked again and denied, then pending."""
+    folder = RunFolder(tmp_path, "pixels")
+    buf = io.BytesIO()
+    Image.new("RGB", (WIDTH, HEIGHT)).save(buf, format="PNG")
+    shot = folder.put_screenshot(buf.getvalue())
+    call = {"name": name, "args": args}
+    folder.write_json("run.json", {"thread_id": "pixels", "task": "t"})
+    folder.event("run_started", thread_id="pixels", task="t", vnc_server="h::1")
+    folder.event("observe", screenshot=shot, width=WIDTH, height=HEIGHT)
+    folder.event("model_response", n=1, text="", calls=[call, call])
+    folder.event(
+        "action",
+        step=1,
+        name=name,
+        args=args,
+        pixels=pixels,
+        screen_size=[WIDTH, HEIGHT],
+        screenshot=shot,
+    )
+    pending = {"step": 2, "name": name, "args": args, "screenshot": shot}  # no pixels: computed
+    folder.event("run_paused", status="awaiting_approval", pending_call=pending)
+    folder.event("denied", step=2, name=name, by="person", explanation="no")
+    folder.event("model_response", n=2, text="", calls=[call])
+    folder.event("run_paused", status="awaiting_approval", pending_call={**pending, "step": 3})
+    folder.event("run_ended", status="awaiting_approval", steps=1, pending_call=pending)
+    return load_run(folder.path).items
+
+
+@pytest.mark.parametrize(("table", "spec"), WITH_POINTS)
+def test_approval_report_progress_and_executor_agree(
+    table: ActionTable, spec: ActionSpec[Any], tmp_path: Path
+) -> None:
+    args = args_for(spec)
+    action = table.validate(spec.name, args)
+    assert isinstance(action, ValidatedAction), action
+    expected = expected_points(spec, args)
+    assert expected  # every action here has a place on the screen
+
+    hands = RecordingHands()
+    reported = execute(action, ActionContext(hands=hands, width=WIDTH, height=HEIGHT))
+    assert sent_points(hands.events) == expected
+    assert {k: v for k, v in reported.items() if k != "magnitude"} == expected
+
+    approval = _pixels_of(
+        {"name": spec.name, "args": args, "safety_decision": None}, (WIDTH, HEIGHT)
+    )
+    assert approval == expected
+
+    event = {"event": "action", "step": 1, "name": spec.name, "args": args, "pixels": reported}
+    line = plain(LineFormatter()(event) or [])
+    ends = [(expected["x"], expected["y"])]
+    if "destination_x" in expected:
+        ends.append((expected["destination_x"], expected["destination_y"]))
+    assert "-> px " + " to ".join(f"({x}, {y})" for x, y in ends) in line
+
+    distance = spec.points.distance
+    if distance is not None:  # a scroll: its distance in pixels, reported as sent
+        (scroll,) = [e for e in hands.events if e["kind"] == "scroll"]
+        value = args[distance.arg]
+        assert reported["magnitude"] == scroll["magnitude"]
+        assert scroll["magnitude"] == (by_hand(value, 0)[0] if distance.on_grid else value)
+
+    kinds: dict[str, dict[str, int]] = {}
+    for step in report_steps(tmp_path, spec.name, args, reported):
+        if isinstance(step, StepView):
+            kinds[step.kind] = marker_points(step)
+    assert kinds == {"action": expected, "denied": expected, "pending": expected}
+
+
+ALL_POINTS = [spec.points for table in TABLES for spec in table.specs.values()]
+grid = st.integers(min_value=0, max_value=999)
+side = st.integers(min_value=1, max_value=20_000)
+
+
+@given(
+    points=st.sampled_from(ALL_POINTS),
+    values=st.lists(grid, min_size=5, max_size=5),
+    direction=st.sampled_from(["up", "down", "left", "right"]),
+    width=side,
+    height=side,
+)
+def test_every_target_lands_on_the_screen(
+    points: Points, values: list[int], direction: str, width: int, height: int
+) -> None:
+    names = [*(points.at or ()), *(points.to or ())]
+    args: dict[str, Any] = dict(zip(names, values, strict=False))
+    if points.distance is not None:
+        args[points.distance.arg] = values[4]
+        args[points.distance.direction] = direction
+    targets = pixel_targets(points, args, width, height)
+    for pixel in (targets.point, targets.end):
+        if pixel is not None:
+            assert 0 <= pixel[0] < width and 0 <= pixel[1] < height
+    if points.distance is not None and points.distance.on_grid:
+        assert targets.distance is not None
+        assert 0 <= targets.distance < (height if direction in ("up", "down") else width)
+    recorded = call_pixels(args, (width, height), TABLES)
+    assert recorded == targets.points()
+    assert all(0 <= recorded[k] < width for k in ("x", "destination_x") if k in recorded)
+    assert all(0 <= recorded[k] < height for k in ("y", "destination_y") if k in recorded)
