@@ -1,7 +1,8 @@
 """Where a validated model action becomes pointer and keyboard events on the desktop.
 
 Each function of an :class:`~vnc_use.actions.ActionTable` has a handler here that converts the
-grid coordinates to pixels of the current screenshot and calls :class:`VNCController`. Handlers
+grid coordinates to pixels of the current screenshot and calls the
+:class:`~vnc_use.desktops.base.Desktop`. Handlers
 return the pixel coordinates they used, for the transcript and the events, under the keys
 ``x``, ``y`` (the point), ``destination_x``, ``destination_y`` (a drag's end) and
 ``magnitude`` (a scroll's distance in pixels), whatever the model family calls its arguments.
@@ -16,7 +17,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, cast
+from typing import Any, cast
 
 from vnc_use.actions import (
     GEMINI_25_TABLE,
@@ -41,6 +42,7 @@ from vnc_use.actions import (
     denorm,
     denorm_magnitude,
 )
+from vnc_use.desktops.base import Desktop
 
 __all__ = [
     "DEFAULT_SEARCH_URL",
@@ -63,27 +65,8 @@ MAX_WAIT_SECONDS = 60.0
 LEFT, MIDDLE, RIGHT = 1, 2, 3
 
 
-class Hands(Protocol):
-    """What the executor needs from a backend (implemented by ``VNCController``)."""
-
-    def move(self, x: int, y: int) -> None: ...
-    def click(self, x: int, y: int, button: int = 1) -> None: ...
-    def double_click(self, x: int, y: int) -> None: ...
-    def triple_click(self, x: int, y: int) -> None: ...
-    def mouse_down(self, x: int, y: int, button: int = 1) -> None: ...
-    def mouse_up(self, x: int, y: int, button: int = 1) -> None: ...
-    def drag_and_drop(self, x0: int, y0: int, x1: int, y1: int, steps: int = 10) -> None: ...
-    def type_text(
-        self, text: str, press_enter: bool = False, clear_first: bool = False
-    ) -> None: ...
-    def key_combo(self, keys: str) -> None: ...
-    def key_down(self, key: str) -> None: ...
-    def key_up(self, key: str) -> None: ...
-    def scroll(self, direction: str, magnitude: int = 800) -> None: ...
-    def scroll_at(self, x: int, y: int, direction: str, magnitude: int = 800) -> None: ...
-    def settle_input(self) -> Any:
-        """Return once the server has processed the input so far and the screen has settled
-        (before keys that depend on a click: the click may move the keyboard focus)."""
+Hands = Desktop
+"""What the executor needs from a backend: a :class:`~vnc_use.desktops.base.Desktop`."""
 
 
 @dataclass

@@ -450,7 +450,7 @@ class LocalDesktop:
         status = self.status()
         if not status.running or status.state is None:
             return None
-        from vnc_use.desktops.vnc import parse_server
+        from vnc_use.desktops.address import parse_server
 
         try:
             host, port = parse_server(server)
