@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from vnc_use.backends import rfb_security as client_side
+from vnc_use.desktops import rfb_security as client_side
 from vnc_use.testing.desktop import TestDesktop
 from vnc_use.testing.rfb_front import (
     APPLE_DH_KEY_LENGTH,

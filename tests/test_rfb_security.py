@@ -10,7 +10,7 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vnc_use.backends import rfb_security as rs
+from vnc_use.desktops import rfb_security as rs
 from vnc_use.desktops.rfb_security import MODP_4096, Credentials
 
 #: RFC 2409 group 2 (1024-bit MODP, generator 2): a second, shorter key length.
