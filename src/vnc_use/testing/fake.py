@@ -45,13 +45,16 @@ from __future__ import annotations
 
 import operator
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PIL import Image, ImageDraw
 
 from vnc_use.desktops.base import CaptureRule, Settled
 from vnc_use.desktops.png import PngEncoder, encode_screenshot
 from vnc_use.errors import ConfigError, VncConnectionError
+
+if TYPE_CHECKING:
+    from vnc_use.desktops.base import Desktop
 
 __all__ = ["FakeDesktop"]
 
@@ -265,3 +268,9 @@ def _key(keys: str) -> str:
     if not isinstance(keys, str) or not keys.strip():
         raise ValueError(f"bad key {keys!r}: give a key name such as 'Return' or 'control+l'")
     return keys
+
+
+if TYPE_CHECKING:
+
+    def _is_a_desktop(desk: FakeDesktop) -> Desktop:  # mypy checks the protocol here
+        return desk
