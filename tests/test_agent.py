@@ -2,12 +2,12 @@
 
 Every test drives a real TigerVNC desktop through the real vncdotool and the real google-genai
 SDK (talking HTTP to the stand-in), and asserts on what the desktop received, on RunResult,
-on the run folder and on the requests that went over the wire.
+on the run folder and on the requests that went over the wire. The graph's routing,
+approvals, budgets and resume run on the in-memory FakeDesktop in ``test_agent_graph.py``.
 """
 
 from __future__ import annotations
 
-import io
 import json
 import sqlite3
 import subprocess
@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from PIL import Image
 
 from vnc_use import VncUseAgent
 from vnc_use.agent import AgentSettings
@@ -28,7 +27,6 @@ from vnc_use.testing.gemini_standin import (
     FunctionCallSpec,
     GeminiStandIn,
     Reply,
-    require_confirmation,
 )
 
 from desktop_fixtures import Probe
@@ -74,35 +72,6 @@ def presses(probe: Probe) -> list[tuple[int, int]]:
 
 
 # --------------------------------------------------------------------------- the loop
-
-
-def test_sequential_function_calls(probe: Probe, gemini: GeminiStandIn, make_agent: Any) -> None:
-    """One answer with three calls: executed one by one, in order, answered together."""
-    points = [(100, 700), (900, 120), (500, 500)]
-    gemini.script(
-        Reply.calls(*(FunctionCallSpec("click_at", x=gx, y=gy) for gx, gy in points)),
-        Reply.text("clicked three times"),
-    )
-    agent = make_agent(probe)
-    result = agent.run(task="Click three places")
-
-    assert result.status == "done", result.error
-    assert result.final_text == "clicked three times"
-    assert [t["name"] for t in result.transcript] == ["click_at"] * 3
-    expected = [(round(gx / 1000 * 1440), round(gy / 1000 * 900)) for gx, gy in points]
-    assert [(t["pixels"]["x"], t["pixels"]["y"]) for t in result.transcript] == expected
-    probe.log.wait_type("press", x=expected[-1][0], y=expected[-1][1])
-    assert presses(probe) == expected
-    # the second request answers all three calls in one user turn, in order, each with a PNG
-    second = gemini.requests[1]
-    turn = second.contents()[-1]
-    frs = [p["functionResponse"] for p in turn["parts"]]
-    assert [fr["name"] for fr in frs] == ["click_at"] * 3
-    for fr in frs:
-        assert fr["response"] == {"url": ""}
-        (img,) = [p["inlineData"]["bytes"] for p in fr["parts"]]
-        assert Image.open(io.BytesIO(img)).size == (1440, 900)
-    assert not gemini.violations and not gemini.exhausted
 
 
 def test_end_to_end_typing_into_the_probe(
@@ -199,129 +168,7 @@ def test_model_mistakes_are_answered_not_fatal(
     assert presses(probe) == [(720, 450)]  # only the valid click reached the desktop
 
 
-# ------------------------------------------------------------------------- approvals
-
-
-def _confirm_script(probe: Probe) -> list[Reply]:
-    return [
-        Reply.calls(
-            FunctionCallSpec(
-                "click_at",
-                x=250,
-                y=250,
-                safety_decision=require_confirmation("Clicking accepts the terms."),
-            ),
-            text="I need to accept the terms.",
-        ),
-        Reply.text("accepted"),
-    ]
-
-
-def test_hitl_block_then_approve(probe: Probe, gemini: GeminiStandIn, make_agent: Any) -> None:
-    gemini.script(*_confirm_script(probe))
-    agent = make_agent(probe)
-    paused = agent.run(task="Accept the terms", thread_id="approve-me")
-
-    assert paused.status == "awaiting_approval"
-    assert paused.pending_call is not None
-    assert paused.pending_call["name"] == "click_at"
-    assert paused.pending_call["explanation"] == "Clicking accepts the terms."
-    assert paused.pending_call["pixels"] == {"x": 360, "y": 225}
-    assert presses(probe) == []  # nothing executed while waiting
-    assert len(gemini.requests) == 1
-
-    # a fresh agent (as another process would) approves from the checkpoint
-    agent.close()
-    result = make_agent(probe).approve("approve-me")
-    assert result.status == "done", result.error
-    assert result.transcript[0]["approved"] is True
-    probe.log.wait_type("press")
-    assert presses(probe) == [(360, 225)]
-    (response,) = gemini.requests[1].function_responses()
-    assert response["response"] == {"url": "", "safety_acknowledgement": "true"}
-    assert not gemini.violations
-
-
-def test_hitl_block_then_deny(probe: Probe, gemini: GeminiStandIn, make_agent: Any) -> None:
-    gemini.script(*_confirm_script(probe))
-    agent = make_agent(probe)
-    paused = agent.run(task="Accept the terms", thread_id="deny-me")
-    assert paused.status == "awaiting_approval"
-
-    result = agent.deny("deny-me")
-    assert result.status == "denied"
-    assert "Clicking accepts the terms." in (result.error or "")
-    assert [(t["name"], t["result"]) for t in result.transcript] == [("click_at", "denied")]
-    assert presses(probe) == []
-    assert len(gemini.requests) == 1  # the model is not asked again
-    # a denied run is final: resuming does nothing
-    assert agent.resume("deny-me").status == "denied"
-    assert presses(probe) == []
-
-
-def test_no_hitl_never_runs_a_confirmation_action(
-    probe: Probe, gemini: GeminiStandIn, make_agent: Any
-) -> None:
-    gemini.script(*_confirm_script(probe))
-    result = make_agent(probe, hitl_mode=False).run(task="Accept the terms")
-    assert result.status == "denied"
-    assert "hitl_mode is off" in (result.error or "")
-    assert presses(probe) == []
-
-
-# ---------------------------------------------------------------------------- guards
-
-
-def test_step_limit(probe: Probe, gemini: GeminiStandIn, make_agent: Any) -> None:
-    gemini.script(
-        *[Reply.calls(FunctionCallSpec("click_at", x=100 * i, y=500)) for i in range(1, 6)]
-    )
-    result = make_agent(probe, step_limit=2).run(task="Click forever")
-    assert result.status == "step_limit"
-    assert result.steps == 2
-    assert len(result.transcript) == 2
-    assert len(gemini.requests) == 2
-
-
-def test_seconds_timeout(probe: Probe, gemini: GeminiStandIn, make_agent: Any) -> None:
-    gemini.script(*[Reply.calls(FunctionCallSpec("wait_5_seconds")) for _ in range(5)])
-    agent = make_agent(probe, seconds_timeout=0.3, settings=AgentSettings(wait_seconds=0.4))
-    result = agent.run(task="Wait")
-    assert result.status == "timeout"
-    assert [t["name"] for t in result.transcript] == ["wait_5_seconds"]
-    assert len(gemini.requests) == 1
-
-
-def test_api_failure_ends_with_error_and_resumes(
-    probe: Probe, gemini: GeminiStandIn, make_agent: Any
-) -> None:
-    """An API that stays down ends the run with a clear error; resume continues it later."""
-    gemini.script(
-        Reply.calls(FunctionCallSpec("click_at", x=100, y=100)),
-        *[Reply.error(503) for _ in range(5)],
-        Reply.text("finally"),
-    )
-    agent = make_agent(probe)
-    failed = agent.run(task="Click once", thread_id="flaky")
-    assert failed.status == "error"
-    assert failed.error is not None and "503" in failed.error
-    assert failed.steps == 1
-    result = agent.resume("flaky")
-    assert result.status == "done", result.error
-    assert result.final_text == "finally"
-    assert presses(probe) == [(144, 90)]  # the click was not repeated
-
-
-def test_bad_task_and_unknown_thread(probe: Probe, make_agent: Any) -> None:
-    from vnc_use.errors import ConfigError
-
-    agent = make_agent(probe)
-    with pytest.raises(ConfigError, match="task is empty"):
-        agent.run(task="  ")
-    with pytest.raises(ConfigError, match="no run with thread id"):
-        agent.approve("nope")
-    with pytest.raises(ValueError, match="invalid thread id"):
-        agent.run(task="x", thread_id="../escape")
+# ---------------------------------------------------------------------------- secrets
 
 
 def test_secrets_never_reach_artifacts_or_checkpoints(
@@ -393,22 +240,6 @@ def test_end_to_end_shell_command_in_xterm(
         time.sleep(0.05)
     assert out.read_text() == "hello from vnc-use\n"
     assert not gemini.violations
-
-
-def test_any_langgraph_checkpointer_can_hold_the_runs(
-    probe: Probe, gemini: GeminiStandIn, make_agent: Any
-) -> None:
-    """A shared saver (Postgres in production; LangGraph's in-memory saver here) carries a
-    run paused on one agent to another that approves it."""
-    from langgraph.checkpoint.memory import InMemorySaver
-
-    saver = InMemorySaver()
-    gemini.script(*_confirm_script(probe))
-    paused = make_agent(probe, checkpointer=saver).run(task="Accept", thread_id="shared")
-    assert paused.status == "awaiting_approval"
-    result = make_agent(probe, checkpointer=saver).approve("shared")
-    assert result.status == "done", result.error
-    assert probe.log.wait_type("press")["x"] == 360
 
 
 def test_settings_passed_in_are_honoured_and_never_mutated(tmp_path: Path) -> None:

@@ -27,13 +27,15 @@ def test_static_checks(argv: list[str]) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-def test_vncdotool_is_imported_in_one_module_only() -> None:
+@pytest.mark.parametrize("package", ["vncdotool", "twisted"])
+def test_vnc_libraries_are_imported_in_one_module_only(package: str) -> None:
+    """Only the VNC desktop talks to vncdotool and Twisted; the graph, the executor and every
+    other desktop stay free of them (see tests/test_fake_desktop.py for the runtime check)."""
     users = [
         p.relative_to(ROOT).as_posix()
         for p in (ROOT / "src").rglob("*.py")
-        if "vncdotool" in p.read_text("utf-8").replace("# vncdotool", "")
-        and any(
-            line.lstrip().startswith(("import vncdotool", "from vncdotool"))
+        if any(
+            line.lstrip().startswith((f"import {package}", f"from {package}"))
             for line in p.read_text("utf-8").splitlines()
         )
     ]

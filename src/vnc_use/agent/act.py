@@ -132,15 +132,15 @@ def act(state: CUAState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         if isinstance(action, ActionError):
             error = action.message
         elif action is not None and outcome is Outcome.NEW:
-            if not ctx.controller.is_connected():  # known lost: nothing is sent, nothing unsure
+            if not ctx.desktop.is_connected():  # known lost: nothing is sent, nothing unsure
                 raise VncConnectionError(
                     f"the connection to the VNC server was lost before {call['name']} was sent"
                 )
             # The grid spans the screen as it is now: a screen resized since the last
             # screenshot (a user, a VM window) is mapped at its new size, never off target.
-            width, height = ctx.controller.round_trip()
+            width, height = ctx.desktop.round_trip()
             actx = ActionContext(
-                hands=ctx.controller,
+                hands=ctx.desktop,
                 width=width,
                 height=height,
                 search_url=ctx.settings.search_url,

@@ -14,9 +14,8 @@ from typing import Any
 from vnc_use.actions.execute import DEFAULT_SEARCH_URL
 from vnc_use.agent.journal import Journal
 from vnc_use.agent.state import CUAState
+from vnc_use.desktops.base import DEFAULT_QUIET_S, CaptureRule, Desktop
 from vnc_use.desktops.png import DEFAULT_MAX_PNG_BYTES, screen_size_of
-from vnc_use.desktops.settle import SettlePolicy, capture_fixed, capture_settled
-from vnc_use.desktops.vnc import VNCController
 from vnc_use.providers.gemini.planner import GeminiComputerUse
 from vnc_use.record.folder import RunFolder
 
@@ -33,7 +32,7 @@ class AgentSettings:
     search_url: str = DEFAULT_SEARCH_URL
     settle_min_s: float = 0.0
     settle_max_s: float = 1.0
-    settle_quiet_s: float = SettlePolicy.quiet
+    settle_quiet_s: float = DEFAULT_QUIET_S
     """After an action, the screen has settled once it did not change for this long."""
     settle_fixed_s: float | None = None
     """Sleep this long and take one frame instead of detecting the settle (for comparisons)."""
@@ -48,7 +47,7 @@ class AgentSettings:
 class AgentContext:
     """What the nodes use besides state; lives in memory only (never checkpointed)."""
 
-    controller: VNCController
+    desktop: Desktop
     planner: GeminiComputerUse
     run: RunFolder
     settings: AgentSettings
@@ -78,20 +77,17 @@ def capture(ctx: AgentContext) -> tuple[str, tuple[int, int]]:
     """A settled screenshot, stored in the run folder; returns its digest and the real screen
     size (what grid coordinates scale to, even when the PNG is downscaled)."""
     s = ctx.settings
-    size_rule: dict[str, Any] = {
-        "max_size": s.screenshot_max_size,
-        "max_bytes": s.screenshot_max_bytes,
-    }
-    if s.settle_fixed_s is not None:
-        shot = capture_fixed(ctx.controller, s.settle_fixed_s, stop=ctx.stop.wait, **size_rule)
-    else:
-        shot = capture_settled(
-            ctx.controller,
+    shot = ctx.desktop.capture(
+        CaptureRule(
             min_wait=s.settle_min_s,
             max_wait=s.settle_max_s,
             quiet=s.settle_quiet_s,
-            **size_rule,
+            fixed_s=s.settle_fixed_s,
+            max_size=s.screenshot_max_size,
+            max_bytes=s.screenshot_max_bytes,
+            sleep=ctx.stop.wait,
         )
+    )
     sha = ctx.run.put_screenshot(shot.png)
     ctx.run.event(
         "screenshot",

@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
@@ -31,9 +31,10 @@ from vnc_use.agent import approval as safety
 from vnc_use.agent.graph import AgentContext, AgentSettings, build_graph
 from vnc_use.agent.journal import Journal
 from vnc_use.agent.state import CUAState, RunResult
+from vnc_use.desktops.address import parse_server
+from vnc_use.desktops.base import Desktop
 from vnc_use.desktops.region import ScreenRegion
 from vnc_use.desktops.rfb_security import Security
-from vnc_use.desktops.vnc import VNCController, parse_server
 from vnc_use.errors import (
     ConfigError,
     VncAuthError,
@@ -47,9 +48,13 @@ from vnc_use.record.folder import RunFolder, check_thread_id
 from vnc_use.record.report import ReportOnRunEnd
 from vnc_use.status import RunStatus
 
+if TYPE_CHECKING:  # imported when first connecting: Twisted stays out of desktop= runs
+    from vnc_use.desktops.vnc import VNCController
+
 __all__ = ["CHECKPOINT_DB", "AgentSettings", "VncUseAgent"]
 
 CHECKPOINT_DB = "vnc-use.sqlite"
+DEFAULT_VNC_SERVER = "localhost::5901"
 
 log = logging.getLogger(__name__)
 
@@ -75,11 +80,19 @@ class VncUseAgent:
     for an id it does not know. ``environment`` is ``"browser"`` or ``"desktop"`` (default: the
     family's, desktop for 3.5); on a desktop the 2.5 / 3 browser-only functions are excluded
     unless ``keep_browser_actions=True``.
+
+    ``desktop`` runs the agent on any :class:`~vnc_use.desktops.base.Desktop` instead of a VNC
+    server (e.g. :class:`vnc_use.testing.FakeDesktop` in tests); the agent then uses it as
+    given (no reconnecting; :meth:`close` leaves it open), and the VNC options
+    (``vnc_server``, ``vnc_password``, ``vnc_username``, ``vnc_ca``, ``screen_region``) must
+    not be given. ``run.json`` then records ``"desktop"`` (the class name) and no VNC
+    address. Without ``desktop``, the server is ``vnc_server`` (default
+    ``localhost::5901``).
     """
 
     def __init__(
         self,
-        vnc_server: str = "localhost::5901",
+        vnc_server: str | None = None,
         vnc_password: str | None = None,
         screen_size: tuple[int, int] = (1440, 900),
         excluded_actions: list[str] | None = None,
@@ -105,6 +118,7 @@ class VncUseAgent:
         vnc_ca: str | Path | None = None,
         connect_timeout: float = 5.0,
         screen_region: str | ScreenRegion | None = None,
+        desktop: Desktop | None = None,
     ) -> None:
         # Settings passed in are honoured and never mutated; an argument given here wins.
         self.settings = replace(settings) if settings is not None else AgentSettings()
@@ -125,7 +139,23 @@ class VncUseAgent:
             )
         if connect_timeout <= 0:
             raise ConfigError(f"connect_timeout must be positive, got {connect_timeout}")
-        self.vnc_server = vnc_server
+        if desktop is not None:
+            given = {
+                "vnc_server": vnc_server,
+                "vnc_password": vnc_password,
+                "vnc_username": vnc_username,
+                "vnc_ca": vnc_ca,
+                "screen_region": screen_region,
+            }
+            clash = [name for name, value in given.items() if value is not None]
+            if clash:
+                raise ConfigError(
+                    f"desktop= and {clash[0]}= were both given; a run uses one desktop: "
+                    f"leave out {clash[0]}= (the VNC options are for a VNC server only)"
+                )
+        #: The VNC server's address (None when the agent was given a ``desktop``).
+        self.vnc_server = (vnc_server or DEFAULT_VNC_SERVER) if desktop is None else None
+        self._given_desktop = desktop
         self._vnc_password = vnc_password
         # The user name (macOS, VeNCrypt Plain) and CA file (X509) are not secrets: run.json
         # keeps them so approve/deny/resume can reconnect; the password is never kept.
@@ -188,7 +218,8 @@ class VncUseAgent:
 
     # -- lifecycle --------------------------------------------------------------------------
     def close(self) -> None:
-        """Disconnect from the desktop and close the checkpoint database (if it opened it)."""
+        """Disconnect from the VNC server and close the checkpoint database (if it opened
+        them); a ``desktop`` given to the agent is left as it is."""
         if self._controller is not None:
             self._controller.disconnect()
             self._controller = None
@@ -202,9 +233,20 @@ class VncUseAgent:
         self.close()
 
     @property
+    def desktop(self) -> Desktop:
+        """The desktop the agent acts on: the one it was given, else :attr:`controller`."""
+        if self._given_desktop is not None:
+            return self._given_desktop
+        return self.controller
+
+    @property
     def controller(self) -> VNCController:
         """The VNC connection, opened on first use (and again after it was lost)."""
+        if self.vnc_server is None:
+            raise ConfigError("this agent was given a desktop= and has no VNC connection")
         if self._controller is None or not self._controller.is_connected():
+            from vnc_use.desktops.vnc import VNCController
+
             if self._controller is not None:
                 self._controller.disconnect()
             controller = VNCController(connect_timeout=self.connect_timeout)
@@ -229,19 +271,15 @@ class VncUseAgent:
             )
         # Fail before anything is recorded when the key or the desktop is missing.
         _ = self.planner.client
-        security = self.controller.security
+        desktop = self.desktop
+        where = self._where(desktop)
         folder = self._folder(thread_id)
         folder.write_json(
             "run.json",
             {
                 "thread_id": thread_id,
                 "task": task,
-                "vnc_server": self.vnc_server,
-                "vnc_username": self.vnc_username,
-                "vnc_ca": self.vnc_ca,
-                "connect_timeout": self.connect_timeout,
-                "security": _security_json(security),
-                "screen_region": str(self.screen_region) if self.screen_region else None,
+                **where,
                 "model": self.planner.model,
                 "model_family": self.planner.family.name,
                 "environment": self.planner.environment,
@@ -255,13 +293,8 @@ class VncUseAgent:
                 "started": time.time(),
             },
         )
-        folder.event(
-            "run_started",
-            thread_id=thread_id,
-            task=task,
-            vnc_server=self.vnc_server,
-            security=_security_json(security),
-        )
+        started = {k: where[k] for k in ("desktop", "vnc_server", "security") if k in where}
+        folder.event("run_started", thread_id=thread_id, task=task, **started)
         initial: CUAState = {
             "task": task,
             "pending_calls": [],
@@ -278,6 +311,21 @@ class VncUseAgent:
             "model_calls": 0,
         }
         return self._invoke(initial, thread_id, folder)
+
+    def _where(self, desktop: Desktop) -> dict[str, Any]:
+        """What run.json records of the desktop: the VNC connection (address, user, CA file,
+        timeout, security, region; never the password), or a given desktop's class name."""
+        if self.vnc_server is None:
+            return {"desktop": type(desktop).__name__}
+        security = self._controller.security if self._controller is not None else None
+        return {
+            "vnc_server": self.vnc_server,
+            "vnc_username": self.vnc_username,
+            "vnc_ca": self.vnc_ca,
+            "connect_timeout": self.connect_timeout,
+            "security": _security_json(security),
+            "screen_region": str(self.screen_region) if self.screen_region else None,
+        }
 
     def approve(self, thread_id: str) -> RunResult:
         """Approve the call a run is waiting on; the run goes on from there."""
@@ -355,7 +403,7 @@ class VncUseAgent:
             self._control = RunControl()
             try:
                 ctx = AgentContext(
-                    controller=self.controller,
+                    desktop=self.desktop,
                     planner=self.planner,
                     run=folder,
                     settings=self.settings,
@@ -379,6 +427,10 @@ class VncUseAgent:
                 if deadline is None:
                     deadline = time.monotonic() + self.reconnect_window_s
                 folder.event("connection_lost", message=str(exc))
+                if self.vnc_server is None:  # a given desktop: nothing to reconnect to
+                    error = f"{exc}. The run is saved: continue it with resume({thread_id!r})"
+                    folder.event("error", message=error, kind=type(exc).__name__)
+                    break
                 if self._reconnect(deadline, folder):
                     inp = None  # continue from the last checkpoint
                     continue

@@ -178,7 +178,7 @@ def _view_target(args: argparse.Namespace) -> tuple[str, int, str, bool, str]:
 
     ``enforced`` tells whether a view-only view is enforced by the VNC server.
     """
-    from vnc_use.desktops.vnc import parse_server
+    from vnc_use.desktops.address import parse_server
 
     interactive = bool(getattr(args, "interactive", False))
     if args.vnc:

@@ -40,13 +40,13 @@ import threading
 from http.server import HTTPServer
 from pathlib import Path
 from socketserver import ThreadingMixIn
-from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
 
 from websockify.websocketproxy import ProxyRequestHandler  # type: ignore[import-untyped]
 
 from vnc_use import config
+from vnc_use.desktops.service import Service
 from vnc_use.errors import ConfigError
 
 __all__ = ["DEFAULT_NOVNC_DIR", "ENV_NOVNC_DIR", "LiveView", "find_novnc"]
@@ -259,7 +259,7 @@ class _Server(ThreadingMixIn, HTTPServer):
         log.debug("live view connection from %s ended with an error", client_address, exc_info=True)
 
 
-class LiveView:
+class LiveView(Service):
     """Serve a browser view of the VNC server at ``vnc_host:vnc_port`` on 127.0.0.1.
 
     ``password`` is what the page logs in with: give a view-only password for a view-only
@@ -328,14 +328,3 @@ class LiveView:
             self._thread = None
         self._server.close_connections()
         self._server.server_close()
-
-    def __enter__(self) -> LiveView:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()

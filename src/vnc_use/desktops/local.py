@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import json
 import logging
 import os
@@ -47,7 +48,15 @@ from pathlib import Path
 from typing import Any
 
 from vnc_use import config
-from vnc_use.desktops.xserver import display_free, free_port, port_free, port_open
+from vnc_use.desktops.xserver import (
+    XvncError,
+    display_free,
+    free_port,
+    port_free,
+    vnc_password_file,
+    wait_for_xvnc,
+    xvnc_argv,
+)
 from vnc_use.errors import ConfigError, VncUseError
 
 __all__ = [
@@ -447,7 +456,7 @@ class LocalDesktop:
         status = self.status()
         if not status.running or status.state is None:
             return None
-        from vnc_use.desktops.vnc import parse_server
+        from vnc_use.desktops.address import parse_server
 
         try:
             host, port = parse_server(server)
@@ -572,19 +581,11 @@ class LocalDesktop:
         return creds
 
     def _write_passwd(self, vncpasswd: str, creds: Credentials) -> None:
-        # ``vncpasswd -f`` reads the password and then the optional view-only password.
-        result = subprocess.run(
-            [vncpasswd, "-f"],
-            input=f"{creds.password}\n{creds.view_password}\n".encode(),
-            capture_output=True,
-            timeout=10,
-            check=False,
-        )
-        if result.returncode != 0 or len(result.stdout) != 16:
-            raise LocalDesktopError(
-                f"vncpasswd -f failed: {result.stderr.decode(errors='replace').strip()}"
-            )
-        self._write_private(self.passwd_file, result.stdout)
+        try:
+            data = vnc_password_file(vncpasswd, [creds.password, creds.view_password])
+        except XvncError as exc:
+            raise LocalDesktopError(str(exc)) from None
+        self._write_private(self.passwd_file, data)
 
     def _save(self, state: DesktopState) -> None:
         tmp = self.state_file.with_suffix(".tmp")
@@ -749,16 +750,14 @@ class LocalDesktop:
                 desktop_id=secrets.token_hex(16),
                 started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
             )
-            argv = [
+            argv = xvnc_argv(
                 xvnc,
-                f":{number}",
-                *("-geometry", f"{width}x{height}", "-depth", "24"),
-                *("-rfbport", str(port), "-interface", "127.0.0.1", "-localhost"),
-                "-UseIPv6=0",  # -localhost alone listens on ::1 too
-                *("-nolisten", "tcp"),
-                *("-rfbauth", str(self.passwd_file), "-SecurityTypes", "VncAuth"),
-                *("-AlwaysShared", "-desktop", "vnc-use"),
-            ]
+                number,
+                size=(width, height),
+                port=port,
+                passwd_file=self.passwd_file,
+                extra=("-desktop", "vnc-use"),
+            )
             try:
                 record = self._spawn(state, "Xvnc", argv)
             except LocalDesktopError:  # exited at once (the display was taken meanwhile)
@@ -766,14 +765,11 @@ class LocalDesktop:
                 if self.display is not None:
                     break
                 continue
-            deadline = time.monotonic() + self.start_timeout
-            while time.monotonic() < deadline:
-                if not record.is_ours(state.boot_id):
-                    break
-                if Path(f"/tmp/.X11-unix/X{number}").exists() and port_open(port):
-                    return state
-                time.sleep(0.02)
-            else:
+            alive = functools.partial(record.is_ours, state.boot_id)
+            outcome = wait_for_xvnc(number, port, alive, self.start_timeout)
+            if outcome == "ready":
+                return state
+            if outcome == "timeout":
                 self._stop_all(state)
                 raise LocalDesktopError(
                     f"Xvnc :{number} did not accept connections within "

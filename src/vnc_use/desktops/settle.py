@@ -26,7 +26,8 @@ the pixel alone. The first wait on a connection starts with one full refresh so 
 client's copy is complete.
 
 Any other frame source (anything with ``screenshot()``) is polled instead with the same rule.
-:func:`capture_fixed` is the peers' fixed sleep, kept for comparison benchmarks.
+:func:`capture_fixed` is the peers' fixed sleep, kept for comparison benchmarks;
+:func:`capture` takes either, as a :class:`~vnc_use.desktops.base.CaptureRule` says.
 """
 
 from __future__ import annotations
@@ -39,9 +40,11 @@ from typing import Any, Protocol, runtime_checkable
 
 from PIL import Image, ImageChops
 
+from vnc_use.desktops.base import DEFAULT_QUIET_S, CaptureRule, Settled
 from vnc_use.desktops.png import DEFAULT_MAX_PNG_BYTES, encode_screenshot
 
 __all__ = [
+    "CaptureRule",
     "FrameSource",
     "SettlePolicy",
     "Settled",
@@ -49,6 +52,7 @@ __all__ = [
     "UpdateSource",
     "UpdateWatcher",
     "WatchResult",
+    "capture",
     "capture_fixed",
     "capture_settled",
     "is_blink",
@@ -67,7 +71,7 @@ _EMPTY_RETRY = 0.01  # seconds before asking again after an update with nothing 
 class SettlePolicy:
     """When the screen counts as settled (seconds)."""
 
-    quiet: float = 0.06
+    quiet: float = DEFAULT_QUIET_S
     """No change for this long (measured from the last change) means settled."""
     min_wait: float = 0.0
     """Never capture earlier than this after the action."""
@@ -282,25 +286,6 @@ class UpdateSource(Protocol):
     def settled_frame(self, policy: SettlePolicy) -> tuple[Image.Image, WatchResult]: ...
 
 
-@dataclass(frozen=True)
-class Settled:
-    """A captured screenshot, encoded for the model, and how it was obtained."""
-
-    png: bytes
-    size: tuple[int, int]
-    """Size of the PNG image."""
-    settled: bool
-    frames: int
-    """Frames (polling) or framebuffer updates (VNC) seen while waiting."""
-    waited_ms: float
-    """From the start of the wait to the frame."""
-    screen_size: tuple[int, int] = (0, 0)
-    """Size of the real screen (grid coordinates scale to this, even when downscaled)."""
-    encode_ms: float = 0.0
-    changes: int = 0
-    """Changes that restarted the quiet period."""
-
-
 def _encode(
     image: Image.Image,
     result: WatchResult,
@@ -395,3 +380,14 @@ def capture_fixed(
     image = source.screenshot()
     waited = round((time.monotonic() - start) * 1000, 1)
     return _encode(image, WatchResult(True, waited, 1, 0, 0, True), max_size, max_bytes)
+
+
+def capture(source: FrameSource, rule: CaptureRule) -> Settled:
+    """A screenshot of ``source`` as ``rule`` says: after a fixed sleep (``rule.fixed_s``),
+    else once the screen has settled (:func:`capture_settled`)."""
+    size_rule: dict[str, Any] = {"max_size": rule.max_size, "max_bytes": rule.max_bytes}
+    if rule.fixed_s is not None:
+        return capture_fixed(source, rule.fixed_s, stop=rule.sleep, **size_rule)
+    return capture_settled(
+        source, min_wait=rule.min_wait, max_wait=rule.max_wait, quiet=rule.quiet, **size_rule
+    )

@@ -27,10 +27,8 @@ from __future__ import annotations
 
 import atexit
 import concurrent.futures
-import ipaddress
 import logging
 import operator
-import re
 import struct
 import threading
 import warnings
@@ -58,6 +56,8 @@ from vncdotool.client import (
 from vncdotool.keys import KEYMAP
 from zope.interface import implementer
 
+from vnc_use.desktops.address import parse_server
+from vnc_use.desktops.base import CaptureRule, Settled
 from vnc_use.desktops.png import encode_png
 from vnc_use.desktops.region import ScreenRegion, check_framebuffer
 from vnc_use.desktops.rfb_security import (
@@ -81,7 +81,7 @@ from vnc_use.desktops.rfb_security import (
     plain_credentials,
     security_name,
 )
-from vnc_use.desktops.settle import Rect, SettlePolicy, UpdateWatcher, WatchResult
+from vnc_use.desktops.settle import Rect, SettlePolicy, UpdateWatcher, WatchResult, capture
 from vnc_use.errors import (
     ConfigError,
     VncAuthError,
@@ -123,55 +123,6 @@ PIXELS_PER_PAGE = 400
 #: the screen unchanged for ``quiet`` s (a window manager's focus change redraws decorations),
 #: at most ``max_wait`` s on a screen that keeps changing.
 INPUT_SETTLE = SettlePolicy(quiet=0.05, max_wait=0.5)
-
-# --------------------------------------------------------------------------- addresses
-
-_HOST_RE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.\-_]*[A-Za-z0-9])?$")
-_ADDRESS_HINT = "use host::port (e.g. localhost::5901), host:display (e.g. localhost:1) or host"
-
-
-def parse_server(server: str) -> tuple[str, int]:
-    """Split a VNC address into ``(host, port)``.
-
-    Accepts ``host::port``, ``host:display`` (port ``5900 + display``), a bare ``host``
-    (port 5900) and bracketed IPv6 as ``[::1]::port`` / ``[::1]:display`` / ``[::1]``.
-    Raises :class:`~vnc_use.errors.ConfigError` with a one-line hint on anything else.
-    """
-
-    def bad(why: str) -> ConfigError:
-        return ConfigError(f"bad VNC address {server!r}: {why}; {_ADDRESS_HINT}")
-
-    text = server.strip() if isinstance(server, str) else ""
-    if not text:
-        raise bad("it is empty")
-    if text.startswith("["):
-        host, sep, rest = text[1:].partition("]")
-        if not sep:
-            raise bad("missing ']' after the IPv6 address")
-        try:
-            ipaddress.IPv6Address(host)
-        except ValueError:
-            raise bad(f"{host!r} is not an IPv6 address") from None
-    else:
-        host, sep, rest = text.partition(":")
-        rest = sep + rest
-        if not _HOST_RE.match(host):
-            raise bad(f"{host!r} is not a host name or address")
-    if not rest:
-        return host, 5900
-    if rest.startswith("::"):
-        number, offset, what = rest[2:], 0, "port"
-    elif rest.startswith(":"):
-        number, offset, what = rest[1:], 5900, "display number"
-    else:
-        raise bad(f"unexpected {rest!r} after the host")
-    if not number.isdigit() or not number.isascii():
-        raise bad(f"{number!r} is not a {what}")
-    port = int(number) + offset
-    if not 0 < port < 65536:
-        raise bad(f"port {port} is out of range")
-    return host, port
-
 
 # --------------------------------------------------------------------------- keys
 
@@ -928,6 +879,8 @@ def _start_reactor() -> None:
 class VNCController:
     """One VNC connection: screenshots, pointer and keyboard, safe to call from any thread.
 
+    It implements :class:`~vnc_use.desktops.base.Desktop`.
+
     ``timeout`` bounds every operation after connecting, ``connect_timeout`` the TCP
     connection plus the VNC handshake. Errors are :mod:`vnc_use.errors` classes with one-line
     messages; coordinates outside the screen and bad names raise :class:`ValueError`.
@@ -1195,6 +1148,11 @@ class VNCController:
         result: WatchResult
         image, result = self._call(run, "a screenshot", timeout=policy.max_wait + self._timeout)
         return (image if image.mode == "RGB" else image.convert("RGB")), result
+
+    def capture(self, rule: CaptureRule) -> Settled:
+        """A settled screenshot as ``rule`` says, encoded (waits on this connection's
+        framebuffer updates: :meth:`settled_frame`; see :mod:`vnc_use.desktops.settle`)."""
+        return capture(self, rule)
 
     # ------------------------------------------------------------------ pointer
 

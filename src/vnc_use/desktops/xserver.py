@@ -1,11 +1,31 @@
-"""Finding a free X display and loopback port, shared by the managed and the test desktops."""
+"""What the managed desktop (:mod:`vnc_use.desktops.local`) and the test desktops share:
+finding a free X display and loopback port, starting TigerVNC ``Xvnc`` on 127.0.0.1, and
+stopping a child process."""
 
 from __future__ import annotations
 
 import socket
+import subprocess
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Literal
 
-__all__ = ["display_free", "free_port", "port_free", "port_open"]
+__all__ = [
+    "XvncError",
+    "display_free",
+    "free_port",
+    "port_free",
+    "port_open",
+    "stop_process",
+    "vnc_password_file",
+    "wait_for_xvnc",
+    "xvnc_argv",
+]
+
+
+class XvncError(RuntimeError):
+    """``vncpasswd`` failed (the callers re-raise it as their own error)."""
 
 
 def display_free(number: int) -> bool:
@@ -40,3 +60,72 @@ def port_open(port: int) -> bool:
             return True
     except OSError:
         return False
+
+
+def vnc_password_file(vncpasswd: str, passwords: Sequence[str]) -> bytes:
+    """What ``vncpasswd -f`` makes of ``passwords`` (the full-access one, then optionally
+    the view-only one): the contents of Xvnc's ``-rfbauth`` file (keep it mode 0600)."""
+    result = subprocess.run(
+        [vncpasswd, "-f"],
+        input="".join(p + "\n" for p in passwords).encode(),
+        capture_output=True,
+        timeout=10,
+        check=False,
+    )
+    if result.returncode != 0 or len(result.stdout) != 8 * len(passwords):
+        raise XvncError(f"vncpasswd -f failed: {result.stderr.decode(errors='replace').strip()}")
+    return result.stdout
+
+
+def xvnc_argv(
+    xvnc: str,
+    number: int,
+    *,
+    size: tuple[int, int],
+    port: int,
+    passwd_file: Path | str,
+    depth: int = 24,
+    security_types: str = "VncAuth",
+    extra: Sequence[str] = (),
+) -> list[str]:
+    """The command line of an Xvnc on display ``:number`` that listens on 127.0.0.1:``port``
+    only (no IPv6, no X11 over TCP), with the password file ``passwd_file``."""
+    width, height = size
+    return [
+        xvnc,
+        f":{number}",
+        *("-geometry", f"{width}x{height}", "-depth", str(depth)),
+        *("-rfbport", str(port), "-interface", "127.0.0.1", "-localhost"),
+        "-UseIPv6=0",  # IPv4 loopback only: -localhost alone also listens on ::1
+        *("-nolisten", "tcp"),
+        *("-rfbauth", str(passwd_file), "-SecurityTypes", security_types),
+        "-AlwaysShared",
+        *extra,
+    ]
+
+
+def wait_for_xvnc(
+    number: int, port: int, alive: Callable[[], bool], timeout: float
+) -> Literal["ready", "exited", "timeout"]:
+    """Wait until the Xvnc of display ``:number`` accepts X and VNC connections (``"ready"``),
+    its process is gone (``alive()`` is false: ``"exited"``) or ``timeout`` seconds passed."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not alive():
+            return "exited"
+        if Path(f"/tmp/.X11-unix/X{number}").exists() and port_open(port):
+            return "ready"
+        time.sleep(0.02)
+    return "timeout"
+
+
+def stop_process(proc: subprocess.Popen[bytes], timeout: float = 5.0) -> None:
+    """Terminate ``proc`` by PID, wait, kill if it does not exit in time."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=timeout)

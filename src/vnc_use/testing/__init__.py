@@ -1,5 +1,8 @@
 """Test helpers that users can run too.
 
+* :class:`vnc_use.testing.FakeDesktop` (``vnc_use.testing.fake``): an in-memory desktop that
+  records every input, for fast tests of agents (``VncUseAgent(desktop=FakeDesktop(...))``)
+  without an X server, VNC or Twisted.
 * ``vnc_use.testing.desktop`` starts a real TigerVNC ``Xvnc`` desktop
   (``python -m vnc_use.testing.desktop``).
 * ``vnc_use.testing.probe`` is a full-screen Tk app that records every click, key and
@@ -12,5 +15,23 @@
   user/password and a throw-away certificate) and a terminal whose typed lines tests read
   (``python -m vnc_use.testing.wayland --help``).
 
-This package module imports nothing heavy; import the submodules you need.
+This package module imports nothing heavy; import the submodules you need
+(``FakeDesktop`` is loaded on first use).
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from vnc_use.testing.fake import FakeDesktop
+
+__all__ = ["FakeDesktop"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "FakeDesktop":
+        from vnc_use.testing.fake import FakeDesktop
+
+        return FakeDesktop
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

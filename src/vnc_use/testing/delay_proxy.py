@@ -21,7 +21,8 @@ import contextlib
 import logging
 import sys
 import threading
-from types import TracebackType
+
+from vnc_use.desktops.service import Service
 
 __all__ = ["DelayProxy"]
 
@@ -30,7 +31,7 @@ log = logging.getLogger(__name__)
 _CHUNK = 65536
 
 
-class DelayProxy:
+class DelayProxy(Service):
     """Forward ``127.0.0.1:port`` to ``127.0.0.1:target_port``, ``delay_ms`` later each way.
 
     :meth:`start` runs an asyncio loop in a daemon thread and returns once the proxy
@@ -168,17 +169,6 @@ class DelayProxy:
             await sender
         finally:
             sender.cancel()
-
-    def __enter__(self) -> DelayProxy:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 def main(argv: list[str] | None = None) -> int:

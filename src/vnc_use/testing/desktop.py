@@ -19,11 +19,18 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
-from types import TracebackType
 
-from vnc_use.desktops.xserver import display_free, free_port, port_open
+from vnc_use.desktops.service import Service
+from vnc_use.desktops.xserver import (
+    XvncError,
+    display_free,
+    free_port,
+    stop_process,
+    vnc_password_file,
+    wait_for_xvnc,
+    xvnc_argv,
+)
 from vnc_use.errors import ConfigError
 
 __all__ = ["DesktopError", "TestDesktop"]
@@ -37,19 +44,7 @@ class DesktopError(RuntimeError):
     """The test desktop could not be started (missing program, server exited, ...)."""
 
 
-def _stop_process(proc: subprocess.Popen[bytes], timeout: float = 5.0) -> None:
-    """Terminate ``proc`` by PID, wait, kill if it does not exit in time."""
-    if proc.poll() is not None:
-        return
-    proc.terminate()
-    try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=timeout)
-
-
-class TestDesktop:
+class TestDesktop(Service):
     """A TigerVNC ``Xvnc`` desktop bound to 127.0.0.1 with VNC password authentication.
 
     ``security_types`` is passed to ``-SecurityTypes`` (default ``VncAuth``; TLS types such
@@ -138,16 +133,10 @@ class TestDesktop:
             raise DesktopError(f"{missing} not found on PATH; install it: {_INSTALL_HINT}")
         self.tmpdir = Path(tempfile.mkdtemp(prefix="vnc-use-desktop-"))
         passwd_file = self.tmpdir / "passwd"
-        result = subprocess.run(
-            [vncpasswd, "-f"],
-            input=(self.password + "\n").encode(),
-            capture_output=True,
-            timeout=10,
-            check=False,
-        )
-        if result.returncode != 0 or not result.stdout:
-            raise DesktopError(f"vncpasswd -f failed: {result.stderr.decode(errors='replace')}")
-        passwd_file.write_bytes(result.stdout)
+        try:
+            passwd_file.write_bytes(vnc_password_file(vncpasswd, [self.password]))
+        except XvncError as exc:
+            raise DesktopError(str(exc)) from None
         passwd_file.chmod(0o600)
 
         last_error = ""
@@ -194,44 +183,31 @@ class TestDesktop:
             raise DesktopError(f"Xvnc did not restart on {self.server}: {self._log_tail()}")
 
     def _try_start(self, xvnc: str, number: int, port: int, passwd_file: Path) -> bool:
-        argv = [
+        extra = ["-X509Cert", self.x509[0], "-X509Key", self.x509[1]] if self.x509 else []
+        argv = xvnc_argv(
             xvnc,
-            f":{number}",
-            "-geometry",
-            f"{self.size[0]}x{self.size[1]}",
-            "-depth",
-            str(self.depth),
-            "-rfbport",
-            str(port),
-            "-interface",
-            "127.0.0.1",
-            "-localhost",
-            "-UseIPv6=0",  # IPv4 loopback only: -localhost alone also listens on ::1
-            "-nolisten",
-            "tcp",
-            "-rfbauth",
-            str(passwd_file),
-            "-SecurityTypes",
-            self.security_types,
-            "-AlwaysShared",
-        ]
-        if self.x509 is not None:
-            argv += ["-X509Cert", self.x509[0], "-X509Key", self.x509[1]]
+            number,
+            size=self.size,
+            port=port,
+            passwd_file=passwd_file,
+            depth=self.depth,
+            security_types=self.security_types,
+            extra=extra,
+        )
         with open(self.log_path, "ab") as logfile:
             self._proc = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=logfile, stderr=subprocess.STDOUT
             )
         self.display, self.port = f":{number}", port
-        deadline = time.monotonic() + self.start_timeout
-        while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                log.debug("Xvnc :%d exited early: %s", number, self._log_tail())
-                self._proc = None
-                return False
-            if Path(f"/tmp/.X11-unix/X{number}").exists() and port_open(port):
-                return True
-            time.sleep(0.02)
-        _stop_process(self._proc)
+        proc = self._proc
+        outcome = wait_for_xvnc(number, port, lambda: proc.poll() is None, self.start_timeout)
+        if outcome == "ready":
+            return True
+        if outcome == "exited":
+            log.debug("Xvnc :%d exited early: %s", number, self._log_tail())
+            self._proc = None
+            return False
+        stop_process(proc)
         self._proc = None
         raise DesktopError(
             f"Xvnc :{number} did not accept connections within {self.start_timeout:g} s; "
@@ -268,31 +244,20 @@ class TestDesktop:
     def stop(self) -> None:
         """Stop launched clients, then Xvnc (terminate, wait, kill), and remove temp files."""
         for proc in reversed(self._clients):
-            _stop_process(proc)
+            stop_process(proc)
         self._clients.clear()
         self._stop_server()
         self._cleanup_dir()
 
     def _stop_server(self) -> None:
         if self._proc is not None:
-            _stop_process(self._proc)
+            stop_process(self._proc)
             self._proc = None
 
     def _cleanup_dir(self) -> None:
         if self.tmpdir is not None:
             shutil.rmtree(self.tmpdir, ignore_errors=True)
             self.tmpdir = None
-
-    def __enter__(self) -> TestDesktop:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -37,9 +37,10 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from types import TracebackType
 
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+
+from vnc_use.desktops.service import Service
 
 __all__ = [
     "MODP_4096",
@@ -246,7 +247,7 @@ def _parse_address(address: str) -> tuple[str, int]:
 # ---------------------------------------------------------------------- the front
 
 
-class RfbFront:
+class RfbFront(Service):
     """Greets as ``profile`` on 127.0.0.1 and relays logged-in clients to ``backend``.
 
     ``username``/``password`` are what type 30 (Apple) accepts; ``vnc_password`` is what
@@ -359,17 +360,6 @@ class RfbFront:
                 if left <= 0:
                     raise TimeoutError(f"no decided login attempt {index} within {timeout:g} s")
                 self._changed.wait(left)
-
-    def __enter__(self) -> RfbFront:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     # ------------------------------------------------------------------ connection handling
 

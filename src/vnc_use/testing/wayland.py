@@ -43,10 +43,10 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
-from vnc_use.desktops.xserver import free_port
+from vnc_use.desktops.service import Service
+from vnc_use.desktops.xserver import free_port, stop_process
 
 __all__ = ["DESKTOP_USER", "WaylandDesktop", "WaylandDesktopError", "make_test_certificates"]
 
@@ -67,18 +67,6 @@ while IFS= read -r line; do printf '%s\\n' "$line" >> "$1"; done
 
 class WaylandDesktopError(RuntimeError):
     """The Wayland desktop could not be started (missing program, a process exited, ...)."""
-
-
-def _stop_process(proc: subprocess.Popen[bytes], timeout: float = 5.0) -> None:
-    """Terminate ``proc`` by PID, wait, kill if it does not exit in time."""
-    if proc.poll() is not None:
-        return
-    proc.terminate()
-    try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=timeout)
 
 
 def make_test_certificates(directory: Path, *, days: int = 7) -> tuple[Path, Path, Path]:
@@ -199,7 +187,7 @@ def _ensure_user(name: str) -> pwd.struct_passwd:
     return pwd.getpwnam(name)
 
 
-class WaylandDesktop:
+class WaylandDesktop(Service):
     """Headless sway with wayvnc on 127.0.0.1, optionally with wayvnc's user/password auth.
 
     ``auth=True`` writes ``enable_auth=true``, :attr:`username`, :attr:`password` and a
@@ -492,28 +480,17 @@ class WaylandDesktop:
     def stop(self) -> None:
         """Stop the terminal(s), wayvnc and sway by PID, then remove the temp folder."""
         for proc in reversed(self._clients):
-            _stop_process(proc)
+            stop_process(proc)
         self._clients.clear()
         for attr in ("_wayvnc", "_sway"):
             proc = getattr(self, attr)
             if proc is not None:
-                _stop_process(proc)
+                stop_process(proc)
                 setattr(self, attr, None)
         self._wayland_display = ""
         if self.tmpdir is not None:
             shutil.rmtree(self.tmpdir, ignore_errors=True)
             self.tmpdir = None
-
-    def __enter__(self) -> WaylandDesktop:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,8 +18,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from vnc_use.desktops.xserver import port_open
-from vnc_use.testing.desktop import DesktopError, TestDesktop, _stop_process
+from vnc_use.desktops.xserver import port_open, stop_process
+from vnc_use.testing.desktop import DesktopError, TestDesktop
 
 __all__ = ["X11vncDesktop"]
 
@@ -75,7 +75,7 @@ class X11vncDesktop(TestDesktop):
         socket_path = Path(f"/tmp/.X11-unix/X{number}")
         while not socket_path.exists():
             if self._xvfb.poll() is not None or time.monotonic() > deadline:
-                _stop_process(self._xvfb)
+                stop_process(self._xvfb)
                 self._xvfb = None
                 return False
             time.sleep(0.02)
@@ -104,7 +104,7 @@ class X11vncDesktop(TestDesktop):
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
                 self._proc = None
-                _stop_process(self._xvfb)
+                stop_process(self._xvfb)
                 self._xvfb = None
                 return False
             if port_open(port):
@@ -119,5 +119,5 @@ class X11vncDesktop(TestDesktop):
     def _stop_server(self) -> None:
         super()._stop_server()
         if self._xvfb is not None:
-            _stop_process(self._xvfb)
+            stop_process(self._xvfb)
             self._xvfb = None
