@@ -32,6 +32,7 @@ from vnc_use.cli.progress import LineFormatter, plain
 from vnc_use.record.folder import RunFolder
 from vnc_use.record.report.markers import marker_for
 from vnc_use.record.report.model import StepView, load_run
+from vnc_use.testing.fake import FakeDesktop
 
 WIDTH, HEIGHT = 1021, 767  # not round: a rounding slip shows
 
@@ -65,61 +66,6 @@ WITH_POINTS = [
 def by_hand(gx: int, gy: int) -> tuple[int, int]:
     """The mapping as the docs state it, written out independently of the code under test."""
     return min(round(gx * WIDTH / 1000), WIDTH - 1), min(round(gy * HEIGHT / 1000), HEIGHT - 1)
-
-
-class RecordingHands:
-    """The executor's ``Hands``, in process: records every input it is sent as a plain dict.
-
-    (To be replaced by ``vnc_use.testing.FakeDesktop``, whose ``.events`` has the same role.)
-    """
-
-    def __init__(self) -> None:
-        self.events: list[dict[str, Any]] = []
-
-    def _record(self, kind: str, **fields: Any) -> None:
-        self.events.append({"kind": kind, **fields})
-
-    def move(self, x: int, y: int) -> None:
-        self._record("move", x=x, y=y)
-
-    def click(self, x: int, y: int, button: int = 1) -> None:
-        self._record("click", x=x, y=y, button=button)
-
-    def double_click(self, x: int, y: int) -> None:
-        self._record("double_click", x=x, y=y)
-
-    def triple_click(self, x: int, y: int) -> None:
-        self._record("triple_click", x=x, y=y)
-
-    def mouse_down(self, x: int, y: int, button: int = 1) -> None:
-        self._record("mouse_down", x=x, y=y, button=button)
-
-    def mouse_up(self, x: int, y: int, button: int = 1) -> None:
-        self._record("mouse_up", x=x, y=y, button=button)
-
-    def drag_and_drop(self, x0: int, y0: int, x1: int, y1: int, steps: int = 10) -> None:
-        self._record("drag", x=x0, y=y0, destination_x=x1, destination_y=y1)
-
-    def type_text(self, text: str, press_enter: bool = False, clear_first: bool = False) -> None:
-        self._record("type", text=text)
-
-    def key_combo(self, keys: str) -> None:
-        self._record("keys", keys=keys)
-
-    def key_down(self, key: str) -> None:
-        self._record("key_down", key=key)
-
-    def key_up(self, key: str) -> None:
-        self._record("key_up", key=key)
-
-    def scroll(self, direction: str, magnitude: int = 800) -> None:
-        self._record("scroll", direction=direction, magnitude=magnitude)
-
-    def scroll_at(self, x: int, y: int, direction: str, magnitude: int = 800) -> None:
-        self._record("scroll", x=x, y=y, direction=direction, magnitude=magnitude)
-
-    def settle_input(self) -> None:
-        self._record("settle")
 
 
 def sent_points(events: list[dict[str, Any]]) -> dict[str, int]:
@@ -192,9 +138,9 @@ def test_approval_report_progress_and_executor_agree(
     expected = expected_points(spec, args)
     assert expected  # every action here has a place on the screen
 
-    hands = RecordingHands()
-    reported = execute(action, ActionContext(hands=hands, width=WIDTH, height=HEIGHT))
-    assert sent_points(hands.events) == expected
+    desktop = FakeDesktop(WIDTH, HEIGHT)
+    reported = execute(action, ActionContext(hands=desktop, width=WIDTH, height=HEIGHT))
+    assert sent_points(desktop.events) == expected
     assert {k: v for k, v in reported.items() if k != "magnitude"} == expected
 
     approval = _pixels_of(
@@ -211,7 +157,7 @@ def test_approval_report_progress_and_executor_agree(
 
     distance = spec.points.distance
     if distance is not None:  # a scroll: its distance in pixels, reported as sent
-        (scroll,) = [e for e in hands.events if e["kind"] == "scroll"]
+        (scroll,) = [e for e in desktop.events if e["kind"] in ("scroll", "scroll_at")]
         value = args[distance.arg]
         assert reported["magnitude"] == scroll["magnitude"]
         assert scroll["magnitude"] == (by_hand(value, 0)[0] if distance.on_grid else value)
