@@ -17,7 +17,7 @@ from vnc_use.agent.state import CUAState
 from vnc_use.desktops.png import DEFAULT_MAX_PNG_BYTES, screen_size_of
 from vnc_use.desktops.settle import SettlePolicy, capture_fixed, capture_settled
 from vnc_use.desktops.vnc import VNCController
-from vnc_use.providers.gemini.planner import GeminiComputerUse
+from vnc_use.providers.base import Planner
 from vnc_use.record.folder import RunFolder
 
 
@@ -49,7 +49,7 @@ class AgentContext:
     """What the nodes use besides state; lives in memory only (never checkpointed)."""
 
     controller: VNCController
-    planner: GeminiComputerUse
+    planner: Planner
     run: RunFolder
     settings: AgentSettings
     journal: Journal
