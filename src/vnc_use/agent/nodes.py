@@ -133,7 +133,7 @@ def propose(state: CUAState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
 
 
 def hitl_gate(state: CUAState, runtime: Runtime[AgentContext]) -> Command[str]:
-    """Pause for a human before a call the model marked ``require_confirmation``.
+    """Pause for a human before a call the model marked for confirmation (its safety mark).
 
     Nothing happens before ``interrupt()`` but reading state: LangGraph re-runs this node from
     its top when the run resumes.

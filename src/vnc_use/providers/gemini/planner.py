@@ -82,6 +82,9 @@ BLOCKED_DECISION = "blocked"
 """A ``safety_decision.decision`` marked :data:`~vnc_use.providers.base.SafetyMark` ``blocked``
 (it still waits for a person's approval, as every non-benign decision does)."""
 
+# Finish reasons of a turn without calls, as a StopReason: the model refused or was stopped by
+# a filter ("blocked"), ended normally ("finished"); any other reason (OTHER, NO_CANDIDATES,
+# MALFORMED_FUNCTION_CALL, ...) is an "error". The graph ends the run the same way for all.
 _BLOCKED_FINISH = frozenset(
     {"SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "IMAGE_SAFETY", "RECITATION"}
 )
