@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -9,12 +10,16 @@ from typing import Any
 import pytest
 from PIL import Image
 
+from vnc_use.agent import history
+from vnc_use.providers.base import Proposal
 from vnc_use.providers.gemini.planner import GeminiComputerUse
 from vnc_use.testing.gemini_standin import GeminiStandIn, make_png
 
 __all__ = [
     "DUMMY_API_KEY",
     "FAST_RETRY",
+    "PngStore",
+    "ask",
     "gemini",
     "make_jpeg",
     "make_planner",
@@ -35,6 +40,30 @@ _ENV_TO_CLEAR = (
     "GOOGLE_GENAI_USE_ENTERPRISE",
     "GOOGLE_GENAI_HTTP_CLIENT",
 )
+
+
+class PngStore:
+    """Screenshots by sha256, as the run folder keeps them (what a planner loads PNGs from)."""
+
+    def __init__(self) -> None:
+        self.pngs: dict[str, bytes] = {}
+
+    def put(self, data: bytes) -> str:
+        sha = hashlib.sha256(data).hexdigest()
+        self.pngs[sha] = data
+        return sha
+
+    def load(self, sha: str) -> bytes:
+        return self.pngs[sha]
+
+
+def ask(
+    planner: GeminiComputerUse, task: str = "x", screenshot: bytes | None = None, keep: int = 3
+) -> Proposal:
+    """Ask ``planner`` with a history of one task turn (and its screenshot, if given)."""
+    store = PngStore()
+    sha = store.put(screenshot) if screenshot is not None else None
+    return planner.propose([history.task_turn(task, sha)], store.load, keep)
 
 
 def make_jpeg(width: int = 8, height: int = 8) -> bytes:

@@ -1,23 +1,33 @@
-"""GeminiComputerUse through the real google-genai SDK, over HTTP, against the stand-in."""
+"""GeminiComputerUse through the real google-genai SDK, over HTTP, against the stand-in.
+
+Requests are built from vnc-use's own history records by the code the agent runs
+(:mod:`vnc_use.providers.gemini.request`).
+"""
 
 from __future__ import annotations
 
 import base64
 import io
+import json
 import socket
 import threading
 from collections.abc import Callable
+from dataclasses import replace
+from typing import Any, cast
 
 import pytest
 from google.genai import types
 from PIL import Image
 
+from vnc_use.agent import approval, history
 from vnc_use.errors import ApiError, ConfigError, PlannerError
+from vnc_use.providers.base import CallResult, Proposal
+from vnc_use.providers.gemini import request
 from vnc_use.providers.gemini.planner import (
     DEFAULT_MODEL,
     CustomFunction,
     GeminiComputerUse,
-    prune_screenshots,
+    safety_mark,
 )
 from vnc_use.testing.gemini_standin import (
     FunctionCallSpec,
@@ -27,13 +37,27 @@ from vnc_use.testing.gemini_standin import (
     require_confirmation,
 )
 
-from gemini_fixtures import DUMMY_API_KEY, FAST_RETRY, make_jpeg
+from gemini_fixtures import DUMMY_API_KEY, FAST_RETRY, PngStore, ask, make_jpeg
 
 Factory = Callable[..., GeminiComputerUse]
+ACK = request.ACKNOWLEDGEMENT
 
 
 def _decode_b64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text.replace("+", "-").replace("/", "_") + "==")
+
+
+def _result(name: str, screenshot: str | None = None, **extra: Any) -> CallResult:
+    """A neutral call result, as ``act`` records it."""
+    return cast(CallResult, {"name": name, "id": None, "screenshot": screenshot, **extra})
+
+
+def _answered(
+    turns: list[dict[str, Any]], proposal: Proposal, *results: CallResult
+) -> list[dict[str, Any]]:
+    """The history after ``proposal``'s calls were answered with ``results``."""
+    assert proposal.turn is not None
+    return [*turns, history.model_turn(proposal.turn), history.responses_turn(results)]
 
 
 # ------------------------------------------------------------------ request shape
@@ -44,7 +68,7 @@ def test_request_carries_tool_task_png_and_key(
 ) -> None:
     gemini.script(Reply.text("All done."))
     planner = make_planner(excluded_actions=["drag_and_drop", "search"], api_version="v1beta")
-    proposal = planner.propose(planner.start_contents("Open the settings", png))
+    proposal = ask(planner, "Open the settings", png)
 
     req = gemini.last_request
     assert req.path == f"/v1beta/models/{DEFAULT_MODEL}:generateContent"
@@ -65,9 +89,15 @@ def test_request_carries_tool_task_png_and_key(
 
     assert proposal.calls == []
     assert proposal.text == "All done."
-    assert proposal.finish_reason == "STOP"
+    assert (proposal.stop, proposal.reason) == ("finished", "STOP")
     assert proposal.usage is not None and proposal.usage["total_token_count"] == 1020
     assert proposal.response_json["candidates"][0]["finish_reason"] == "STOP"
+    # the request as the run folder keeps it
+    sent = proposal.request_json
+    assert sent["model"] == DEFAULT_MODEL
+    assert sent["contents"][0]["parts"][0]["text"] == "Open the settings"
+    assert sent["config"] == planner.config.model_dump(mode="json", exclude_none=True)
+    assert proposal.turn is not None and json.loads(json.dumps(proposal.turn)) == proposal.turn
     assert not gemini.violations and not gemini.exhausted
 
 
@@ -77,7 +107,7 @@ def test_path_follows_api_version_and_model(
 ) -> None:
     gemini.script(Reply.text("ok"))
     planner = make_planner(api_version=api_version, model="gemini-3-flash-preview")
-    planner.propose(planner.start_contents("hi"))
+    ask(planner, "hi")
     assert gemini.last_request.path == f"{prefix}models/gemini-3-flash-preview:generateContent"
     assert gemini.last_request.image_parts() == []  # no initial screenshot given
 
@@ -86,7 +116,7 @@ def test_explicit_base_url_and_key_win_over_env(gemini: GeminiStandIn) -> None:
     other = GeminiStandIn([Reply.text("other")]).start()  # started, but not in the env
     try:
         planner = GeminiComputerUse(base_url=other.base_url, api_key="explicit-key", **FAST_RETRY)
-        assert planner.propose(planner.start_contents("x")).text == "other"
+        assert ask(planner).text == "other"
         assert other.last_request.api_key == "explicit-key"
         assert gemini.requests == []
     finally:
@@ -98,7 +128,7 @@ def test_include_thoughts_goes_on_the_wire_and_thoughts_stay_out_of_text(
 ) -> None:
     gemini.script(Reply.calls(FunctionCallSpec("wait_5_seconds"), text="Waiting.", thought="Hmm."))
     planner = make_planner(include_thoughts=True)
-    proposal = planner.propose(planner.start_contents("x"))
+    proposal = ask(planner)
     thinking = gemini.last_request.generation_config()["thinkingConfig"]
     assert thinking.get("includeThoughts", thinking.get("include_thoughts")) is True
     assert proposal.text == "Waiting."
@@ -108,7 +138,7 @@ def test_include_thoughts_goes_on_the_wire_and_thoughts_stay_out_of_text(
 # ------------------------------------------------------------------ parsing
 
 
-def test_parallel_calls_and_safety_decision_are_extracted_in_order(
+def test_parallel_calls_and_safety_marks_are_extracted_in_order(
     gemini: GeminiStandIn, make_planner: Factory
 ) -> None:
     decision = require_confirmation("Clicking a cookie consent banner.")
@@ -121,50 +151,83 @@ def test_parallel_calls_and_safety_decision_are_extracted_in_order(
         )
     )
     planner = make_planner()
-    proposal = planner.propose(planner.start_contents("Search for pricing."))
+    proposal = ask(planner, "Search for pricing.")
+    plain = {"safety": "none", "safety_explanation": None, "intent": None}
     assert proposal.calls == [
-        {"name": "click_at", "args": {"x": 500, "y": 300}, "safety_decision": decision, "id": None},
         {
+            "id": None,
+            "name": "click_at",
+            "args": {"x": 500, "y": 300},
+            "safety": "needs_confirmation",
+            "safety_explanation": "Clicking a cookie consent banner.",
+            "intent": None,
+        },
+        {
+            "id": None,
             "name": "type_text_at",
             "args": {"x": 371, "y": 470, "text": "hello", "press_enter": True},
-            "safety_decision": None,
-            "id": None,
+            **plain,
         },
-        {
-            "name": "key_combination",
-            "args": {"keys": "control+a"},
-            "safety_decision": None,
-            "id": "c3",
-        },
+        {"id": "c3", "name": "key_combination", "args": {"keys": "control+a"}, **plain},
     ]
     assert proposal.text == "I will click the search box."
-    # The model content kept for history still carries the safety decision verbatim.
-    assert proposal.model_content is not None
-    parts = proposal.model_content.parts or []
+    assert (proposal.stop, proposal.reason) == ("calls", "STOP")
+    # The model turn kept for history still carries the safety decision verbatim.
+    assert proposal.turn is not None
+    parts = request.model_turn_content(proposal.turn).parts or []
     assert parts[1].function_call is not None
     assert parts[1].function_call.args == {"x": 500, "y": 300, "safety_decision": decision}
 
 
 @pytest.mark.parametrize(
-    ("reply", "finish"),
+    ("reply", "finish", "stop"),
     [
-        (Reply.no_candidates(), "NO_CANDIDATES"),
-        (Reply.no_candidates("PROHIBITED_CONTENT"), "PROMPT_BLOCKED:PROHIBITED_CONTENT"),
-        (Reply.no_content("SAFETY"), "SAFETY"),
+        (Reply.no_candidates(), "NO_CANDIDATES", "error"),
+        (
+            Reply.no_candidates("PROHIBITED_CONTENT"),
+            "PROMPT_BLOCKED:PROHIBITED_CONTENT",
+            "blocked",
+        ),
+        (Reply.no_content("SAFETY"), "SAFETY", "blocked"),
+        (Reply.text("cut short", finish_reason="MAX_TOKENS"), "MAX_TOKENS", "finished"),
+        (Reply.text("odd", finish_reason="OTHER"), "OTHER", "error"),
         (
             Reply.raw({"candidates": [{"content": {"role": "model", "parts": [{"text": "x"}]}}]}),
             None,
+            "finished",
         ),
     ],
 )
 def test_odd_responses_give_no_calls_not_a_traceback(
-    gemini: GeminiStandIn, make_planner: Factory, reply: Reply, finish: str | None
+    gemini: GeminiStandIn, make_planner: Factory, reply: Reply, finish: str | None, stop: str
 ) -> None:
     gemini.script(reply)
     planner = make_planner()
-    proposal = planner.propose(planner.start_contents("x"))
+    proposal = ask(planner)
     assert proposal.calls == []
-    assert proposal.finish_reason == finish
+    assert (proposal.reason, proposal.stop) == (finish, stop)
+
+
+@pytest.mark.parametrize(
+    ("decision", "mark"),
+    [
+        (None, "none"),
+        ({"decision": "regular"}, "none"),
+        ({"decision": "ALLOWED"}, "none"),
+        ({"decision": "allow"}, "none"),
+        (require_confirmation("why"), "needs_confirmation"),
+        ({"decision": "something new"}, "needs_confirmation"),
+        ({"explanation": "no decision at all"}, "needs_confirmation"),
+        ({"decision": "blocked"}, "blocked"),
+    ],
+)
+def test_safety_decisions_map_to_marks_that_fail_safe(
+    decision: dict[str, Any] | None, mark: str
+) -> None:
+    """Anything but a benign decision waits for a person, ``blocked`` included (as before)."""
+    assert safety_mark(decision) == mark
+    call = {"name": "click_at", "args": {}, "id": None, "safety": mark}
+    assert approval.needs_confirmation(call) is (mark != "none")  # type: ignore[arg-type]
 
 
 def test_thought_signature_survives_into_the_next_request(
@@ -176,15 +239,14 @@ def test_thought_signature_survives_into_the_next_request(
         Reply.text("done"),
     )
     planner = make_planner()
-    contents = planner.start_contents("x")
-    proposal = planner.propose(contents)
-    assert proposal.model_content is not None
-    assert (proposal.model_content.parts or [])[0].thought_signature == signature
-    contents += [
-        proposal.model_content,
-        planner.function_responses_content([planner.build_function_response("click_at", png)]),
-    ]
-    planner.propose(contents)
+    store = PngStore()
+    turns = [history.task_turn("x", None)]
+    proposal = planner.propose(turns, store.load, 3)
+    assert proposal.turn is not None
+    assert (request.model_turn_content(proposal.turn).parts or [])[0].thought_signature == signature
+    # the turn record survives the checkpoint (JSON) and goes back unchanged
+    proposal = replace(proposal, turn=json.loads(json.dumps(proposal.turn)))
+    planner.propose(_answered(turns, proposal, _result("click_at", store.put(png))), store.load, 3)
     echoed = gemini.last_request.contents()[1]["parts"][0]["thoughtSignature"]
     # The SDK re-encodes bytes as URL-safe base64; the bytes are unchanged.
     assert _decode_b64(echoed) == signature
@@ -195,8 +257,9 @@ def test_thought_signature_survives_into_the_next_request(
 
 
 def test_function_response_shape(gemini: GeminiStandIn, make_planner: Factory, png: bytes) -> None:
-    planner = make_planner()
-    fr = planner.build_function_response("click_at", png, {"error": "nothing there"})
+    store = PngStore()
+    sha = store.put(png)
+    fr = request.function_response(_result("click_at", sha, error="nothing there"), store.load)
     assert fr.name == "click_at"
     assert fr.response == {"url": "", "error": "nothing there"}
     assert fr.parts is not None and len(fr.parts) == 1
@@ -205,9 +268,11 @@ def test_function_response_shape(gemini: GeminiStandIn, make_planner: Factory, p
     with Image.open(io.BytesIO(blob.data)) as img:
         assert img.format == "PNG"
         assert img.size == (16, 10)
-    bare = planner.build_function_response("wait_5_seconds", None)
+    bare = request.function_response(_result("wait_5_seconds"), store.load)
     assert bare.response == {"url": ""}
     assert bare.parts is None
+    not_inline = request.function_response(_result("click_at", sha), None)
+    assert not_inline.parts is None
 
     # Sent back through the SDK, the stand-in accepts it.
     gemini.script(
@@ -217,21 +282,13 @@ def test_function_response_shape(gemini: GeminiStandIn, make_planner: Factory, p
         ),
         Reply.text("done"),
     )
-    contents = planner.start_contents("x", png)
-    proposal = planner.propose(contents)
-    assert proposal.model_content is not None
-    contents += [
-        proposal.model_content,
-        planner.function_responses_content(
-            [
-                planner.build_function_response(
-                    "click_at", png, {"safety_acknowledgement": "true"}
-                ),
-                planner.build_function_response("hover_at", png),
-            ]
-        ),
-    ]
-    assert planner.propose(contents).text == "done"
+    planner = make_planner()
+    turns = [history.task_turn("x", sha)]
+    proposal = planner.propose(turns, store.load, 3)
+    answered = _answered(
+        turns, proposal, _result("click_at", sha, approved=True), _result("hover_at", sha)
+    )
+    assert planner.propose(answered, store.load, 3).text == "done"
     assert gemini.violations == []
     sent = gemini.function_responses()
     assert [r["name"] for r in sent] == ["click_at", "hover_at"]
@@ -240,9 +297,37 @@ def test_function_response_shape(gemini: GeminiStandIn, make_planner: Factory, p
     assert sent[1]["images"] == [png]
 
 
-def test_build_function_response_refuses_a_non_png(make_planner: Factory) -> None:
+@pytest.mark.parametrize(
+    ("result", "payload"),
+    [
+        ({}, {"url": ""}),
+        ({"error": "bad"}, {"url": "", "error": "bad"}),
+        (
+            {"error": "bad", "approved": True},
+            {"url": "", "error": "bad", **request.ACKNOWLEDGEMENT},
+        ),
+        ({"approved": False}, {"url": ""}),
+        ({"output": {"opened": "x"}}, {"opened": "x"}),
+        ({"output": {"error": "E"}, "approved": True}, {"error": "E", **ACK}),
+        # records written before the neutral results are sent as they are
+        ({"response": {"url": "", "error": "old"}}, {"url": "", "error": "old"}),
+    ],
+)
+def test_response_payload_from_the_neutral_result(
+    result: dict[str, Any], payload: dict[str, Any]
+) -> None:
+    got = request.response_payload({"name": "click_at", "id": None, "screenshot": None, **result})
+    assert got == payload
+    assert list(got) == list(payload)  # key order is what goes on the wire
+
+
+def test_a_screenshot_that_is_not_a_png_is_refused(png: bytes) -> None:
+    store = PngStore()
+    jpeg = store.put(make_jpeg())
     with pytest.raises(PlannerError, match="not a PNG"):
-        make_planner().build_function_response("click_at", make_jpeg())
+        request.function_response(_result("click_at", jpeg), store.load)
+    with pytest.raises(PlannerError, match="not a PNG"):
+        request.to_contents([history.task_turn("x", jpeg)], store.load, 1)
 
 
 def _jpeg_response(name: str) -> types.FunctionResponse:
@@ -252,34 +337,29 @@ def _jpeg_response(name: str) -> types.FunctionResponse:
     )
 
 
-BROKEN_FOLLOW_UPS: dict[
-    str, tuple[Callable[[GeminiComputerUse, bytes], list[types.FunctionResponse]], str]
-] = {
+_Build = Callable[[Callable[[CallResult], types.FunctionResponse]], list[types.FunctionResponse]]
+
+BROKEN_FOLLOW_UPS: dict[str, tuple[_Build, str]] = {
     "missing one response": (
-        lambda p, png: [
-            p.build_function_response("click_at", png, {"safety_acknowledgement": "true"})
-        ],
+        lambda reply: [reply(_result("click_at", "png", approved=True))],
         "pairing",
     ),
     "wrong order": (
-        lambda p, png: [
-            p.build_function_response("hover_at", png),
-            p.build_function_response("click_at", png, {"safety_acknowledgement": "true"}),
+        lambda reply: [
+            reply(_result("hover_at", "png")),
+            reply(_result("click_at", "png", approved=True)),
         ],
         "pairing",
     ),
     "a JPEG": (
-        lambda p, png: [
-            p.build_function_response("click_at", png, {"safety_acknowledgement": "true"}),
+        lambda reply: [
+            reply(_result("click_at", "png", approved=True)),
             _jpeg_response("hover_at"),
         ],
         "png",
     ),
     "no acknowledgement": (
-        lambda p, png: [
-            p.build_function_response("click_at", png),
-            p.build_function_response("hover_at", png),
-        ],
+        lambda reply: [reply(_result("click_at", "png")), reply(_result("hover_at", "png"))],
         "safety_acknowledgement",
     ),
 }
@@ -298,12 +378,17 @@ def test_broken_follow_up_is_rejected_with_400(
         Reply.text("done"),
     )
     planner = make_planner()
-    contents = planner.start_contents("x")
-    proposal = planner.propose(contents)
-    assert proposal.model_content is not None
-    contents += [proposal.model_content, planner.function_responses_content(build(planner, png))]
+    proposal = ask(planner)
+    assert proposal.turn is not None
+    pngs = {"png": png}.__getitem__
+    replies = build(lambda result: request.function_response(result, pngs))
+    contents = [
+        *request.to_contents([history.task_turn("x", None)], pngs, 3),
+        request.model_turn_content(proposal.turn),
+        types.Content(role="user", parts=[types.Part(function_response=fr) for fr in replies]),
+    ]
     with pytest.raises(ApiError) as info:
-        planner.propose(contents)
+        planner.generate(contents)
     assert info.value.status_code == 400
     assert info.value.status == "INVALID_ARGUMENT"
     assert [v.rule for v in gemini.violations] == [rule]
@@ -311,27 +396,27 @@ def test_broken_follow_up_is_rejected_with_400(
     assert gemini.remaining == 1  # and the rejected request consumed no script item
 
 
-# ------------------------------------------------------------------ pruning
+# ------------------------------------------------------------------ screenshots kept inline
 
 
-def _history(n_turns: int, png: bytes) -> list[types.Content]:
-    planner = GeminiComputerUse()
-    contents = planner.start_contents("task", png)
+def _history(n_turns: int, png: bytes) -> tuple[list[dict[str, Any]], PngStore]:
+    """A task with a screenshot, then ``n_turns`` model turns each answered with one."""
+    store = PngStore()
+    sha = store.put(png)
+    turns = [history.task_turn("task", sha)]
     for i in range(n_turns):
-        contents.append(
-            types.Content(
-                role="model",
-                parts=[
-                    types.Part(text=f"step {i}"),
-                    types.Part(
-                        function_call=types.FunctionCall(name="click_at", args={"x": i, "y": i})
-                    ),
-                ],
-            )
+        content = types.Content(
+            role="model",
+            parts=[
+                types.Part(text=f"step {i}"),
+                types.Part(
+                    function_call=types.FunctionCall(name="click_at", args={"x": i, "y": i})
+                ),
+            ],
         )
-        fr = planner.build_function_response("click_at", png, {"url": f"https://e.com/{i}"})
-        contents.append(planner.function_responses_content([fr]))
-    return contents
+        turns.append(history.model_turn(request.turn_record(content)))
+        turns.append(history.responses_turn([_result("click_at", sha, error=f"e{i}")]))
+    return turns, store
 
 
 def _count_images(contents: list[types.Content]) -> int:
@@ -346,46 +431,49 @@ def _count_images(contents: list[types.Content]) -> int:
 
 
 @pytest.mark.parametrize("keep", [0, 1, 3, 10])
-def test_pruning_keeps_exactly_the_last_n_images(keep: int) -> None:
-    png = make_png()
-    contents = _history(5, png)
-    assert _count_images(contents) == 6
-    pruned = prune_screenshots(contents, keep)
-    assert _count_images(pruned) == min(keep, 6)
-    assert _count_images(contents) == 6  # caller's objects untouched
-    assert len(pruned) == len(contents)
+def test_only_the_last_n_screenshots_go_inline(keep: int) -> None:
+    turns, store = _history(5, make_png())
+    before = json.dumps(turns)
+    contents = request.to_contents(turns, store.load, keep)
+    assert json.dumps(turns) == before  # the history is not modified
+    assert len(contents) == len(turns)
+    assert _count_images(contents) == min(keep, 6)
     # Images that remain are in the newest turns.
-    with_images = [i for i, c in enumerate(pruned) if _count_images([c])]
-    assert with_images == [i for i in range(len(contents)) if i % 2 == 0][::-1][:keep][::-1]
-    # Older turns keep their text and url.
-    assert (pruned[0].parts or [])[0].text == "task"
+    with_images = [i for i, c in enumerate(contents) if _count_images([c])]
+    assert with_images == [i for i in range(len(turns)) if i % 2 == 0][::-1][:keep][::-1]
+    # Older turns keep their text and response.
+    assert (contents[0].parts or [])[0].text == "task"
     for i in range(5):
-        fr = (pruned[2 + 2 * i].parts or [])[0].function_response
-        assert fr is not None and fr.response == {"url": f"https://e.com/{i}"}
-        assert (pruned[1 + 2 * i].parts or [])[0].text == f"step {i}"
+        fr = (contents[2 + 2 * i].parts or [])[0].function_response
+        assert fr is not None and fr.response == {"url": "", "error": f"e{i}"}
+        assert (contents[1 + 2 * i].parts or [])[0].text == f"step {i}"
 
 
-def test_pruned_history_is_accepted_and_sends_only_the_last_images(
+def test_a_negative_keep_is_refused() -> None:
+    turns, store = _history(1, make_png())
+    with pytest.raises(ValueError, match="keep_screenshots"):
+        request.to_contents(turns, store.load, -1)
+
+
+def test_older_records_saying_role_are_read() -> None:
+    store = PngStore()
+    sha = store.put(make_png())
+    old = [{"role": "user", "text": "task", "screenshot": sha}]
+    (content,) = request.to_contents(old, store.load, 1)
+    assert [p.text for p in content.parts or []] == ["task", None]
+
+
+def test_history_with_screenshots_dropped_is_accepted_and_sends_only_the_last_images(
     gemini: GeminiStandIn, make_planner: Factory
 ) -> None:
     gemini.script(Reply.text("done"))
     planner = make_planner(keep_screenshots=3)
-    contents = _history(5, make_png())
-    planner.propose(planner.prune_screenshots(contents))
+    turns, store = _history(5, make_png())
+    planner.propose(turns, store.load)  # the planner's own keep_screenshots
     assert len(gemini.last_request.image_parts()) == 3
+    planner.propose(turns, store.load, 1)
+    assert len(gemini.last_request.image_parts()) == 1
     assert gemini.violations == []
-
-
-def test_image_only_turn_gets_a_placeholder_text() -> None:
-    only_image = types.Content(
-        role="user", parts=[types.Part.from_bytes(data=make_png(), mime_type="image/png")]
-    )
-    newer = types.Content(
-        role="user", parts=[types.Part.from_bytes(data=make_png(), mime_type="image/png")]
-    )
-    pruned = prune_screenshots([only_image, newer], 1)
-    assert [p.text for p in pruned[0].parts or []] == ["[older screenshot omitted]"]
-    assert pruned[1] is newer
 
 
 # ------------------------------------------------------------------ retries and errors
@@ -394,7 +482,7 @@ def test_image_only_turn_gets_a_placeholder_text() -> None:
 def test_429_then_503_then_success(gemini: GeminiStandIn, make_planner: Factory) -> None:
     gemini.script(Reply.error(429), Reply.error(503), Reply.text("finally"))
     planner = make_planner()
-    assert planner.propose(planner.start_contents("x")).text == "finally"
+    assert ask(planner).text == "finally"
     assert [r.status for r in gemini.requests] == [429, 503, 200]
 
 
@@ -404,7 +492,7 @@ def test_always_503_gives_api_error_after_the_configured_attempts(
     gemini.script(*[Reply.error(503) for _ in range(10)])
     planner = make_planner(retry_attempts=3)
     with pytest.raises(ApiError) as info:
-        planner.propose(planner.start_contents("x"))
+        ask(planner)
     assert info.value.status_code == 503
     assert info.value.status == "UNAVAILABLE"
     assert "overloaded" in str(info.value)
@@ -417,7 +505,7 @@ def test_400_is_a_clear_api_error_and_not_retried(
     gemini.script(Reply.error(400, "Request contains an invalid argument."), Reply.text("never"))
     planner = make_planner()
     with pytest.raises(ApiError) as info:
-        planner.propose(planner.start_contents("x"))
+        ask(planner)
     assert (
         str(info.value)
         == "Gemini API error 400 INVALID_ARGUMENT: Request contains an invalid argument."
@@ -428,7 +516,7 @@ def test_400_is_a_clear_api_error_and_not_retried(
 def test_malformed_then_calls(gemini: GeminiStandIn, make_planner: Factory) -> None:
     gemini.script(Reply.malformed(), Reply.calls(FunctionCallSpec("go_back")))
     planner = make_planner()
-    proposal = planner.propose(planner.start_contents("x"))
+    proposal = ask(planner)
     assert [c["name"] for c in proposal.calls] == ["go_back"]
     assert len(gemini.requests) == 2
     assert gemini.requests[0].body == gemini.requests[1].body  # asked again, same history
@@ -440,7 +528,7 @@ def test_always_malformed_raises_after_the_bound(
     gemini.script(*[Reply.malformed() for _ in range(10)])
     planner = make_planner(max_malformed_retries=2)
     with pytest.raises(PlannerError, match="MALFORMED_FUNCTION_CALL 3 times"):
-        planner.propose(planner.start_contents("x"))
+        ask(planner)
     assert len(gemini.requests) == 3
 
 
@@ -455,7 +543,7 @@ def test_no_key_is_a_config_error_before_any_request(
     with pytest.raises(
         ConfigError, match=r"No Gemini API key: set GOOGLE_API_KEY \(or GEMINI_API_KEY\)"
     ):
-        planner.propose(planner.start_contents("x"))
+        ask(planner)
     assert gemini.requests == []
 
 
@@ -478,7 +566,7 @@ def test_key_resolution_mirrors_the_sdk(
             monkeypatch.setenv(name, value)
     gemini.script(Reply.text("ok"))
     planner = make_planner()
-    planner.propose(planner.start_contents("x"))
+    ask(planner)
     assert gemini.last_request.api_key == expected
 
 
@@ -494,7 +582,7 @@ def test_unreachable_base_url_is_a_clear_planner_error(monkeypatch: pytest.Monke
     url = f"http://127.0.0.1:{_closed_port()}"
     planner = GeminiComputerUse(api_key=secret, base_url=url, retry_attempts=2, **FAST_RETRY)
     with pytest.raises(PlannerError) as info:
-        planner.propose(planner.start_contents("x"))
+        ask(planner)
     message = str(info.value)
     assert not isinstance(info.value, ApiError)
     assert message.startswith(f"Cannot reach the Gemini API at {url}")
@@ -509,7 +597,7 @@ def test_key_never_appears_in_error_messages(
     gemini.script(Reply.error(400, f"API key not valid: {DUMMY_API_KEY}"))
     planner = make_planner()
     with pytest.raises(ApiError) as info:
-        planner.propose(planner.start_contents("x"))
+        ask(planner)
     assert DUMMY_API_KEY not in str(info.value)
     assert "API key not valid: ***" in str(info.value)
     ours = [r for r in caplog.records if r.name.startswith("vnc_use")]
@@ -568,8 +656,9 @@ def test_custom_function_is_declared_and_extracted(
         Reply.text("done"),
     )
     planner = make_planner(custom_functions=[_open_app_function()])
-    contents = planner.start_contents("Open the calculator")
-    proposal = planner.propose(contents)
+    store = PngStore()
+    turns = [history.task_turn("Open the calculator", None)]
+    proposal = planner.propose(turns, store.load, 3)
 
     req = gemini.last_request
     assert len(req.tools()) == 2
@@ -578,25 +667,30 @@ def test_custom_function_is_declared_and_extracted(
     assert [d["name"] for d in declared] == ["open_app"]
     assert "functionDeclarations" in req.tools()[1]
     assert proposal.calls[0] == {
+        "id": None,
         "name": "open_app",
         "args": {"app_name": "Calculator"},
-        "safety_decision": None,
-        "id": None,
+        "safety": "none",
+        "safety_explanation": None,
+        "intent": None,
     }
     assert planner.is_custom("open_app") and not planner.is_custom("click_at")
 
-    custom_fr = planner.run_custom_function(proposal.calls[0])
-    assert custom_fr.response == {"opened": "Calculator"}
-    assert custom_fr.parts is None
-    assert proposal.model_content is not None
-    contents += [
-        proposal.model_content,
-        planner.function_responses_content(
-            [custom_fr, planner.build_function_response("click_at", png)]
-        ),
-    ]
-    assert planner.propose(contents).text == "done"
+    output = planner.run_custom_function(proposal.calls[0])
+    assert output == {"opened": "Calculator"}
+    answered = _answered(
+        turns,
+        proposal,
+        _result("open_app", output=output),
+        _result("click_at", store.put(png)),
+    )
+    assert planner.propose(answered, store.load, 3).text == "done"
     assert gemini.violations == []
+    sent = gemini.function_responses()
+    assert [(r["name"], r["response"], len(r["images"])) for r in sent] == [
+        ("open_app", {"opened": "Calculator"}, 0),
+        ("click_at", {"url": ""}, 1),
+    ]
 
 
 def test_custom_function_errors_become_error_responses(make_planner: Factory) -> None:
@@ -605,8 +699,10 @@ def test_custom_function_errors_become_error_responses(make_planner: Factory) ->
 
     cf = _open_app_function()
     planner = make_planner(custom_functions=[CustomFunction("open_app", cf.declaration, boom)])
-    fr = planner.run_custom_function({"name": "open_app", "args": {"app_name": "x"}, "id": None})
-    assert fr.response == {"error": "RuntimeError: no such app"}
+    output = planner.run_custom_function(
+        {"name": "open_app", "args": {"app_name": "x"}, "id": None}
+    )
+    assert output == {"error": "RuntimeError: no such app"}
 
 
 def test_custom_function_may_not_shadow_a_predefined_one() -> None:
@@ -633,7 +729,7 @@ def test_http_timeout_is_a_clear_planner_error(
             PlannerError,
             match=r"Cannot reach the Gemini API at http://127\.0\.0\.1:\d+ \(\w*Timeout",
         ):
-            planner.propose(planner.start_contents("x"))
+            ask(planner)
     finally:
         release.set()
     assert gemini.last_request.headers.get("x-server-timeout") == "1"
@@ -656,8 +752,10 @@ def test_gemini_35_request_matches_the_documented_shape(
         Reply.text("done"),
     )
     planner = make_planner(model="gemini-3.5-flash", environment="desktop")
-    contents = planner.start_contents("Copy the address", png)
-    proposal = planner.propose(contents)
+    store = PngStore()
+    sha = store.put(png)
+    turns = [history.task_turn("Copy the address", sha)]
+    proposal = planner.propose(turns, store.load, 3)
 
     req = gemini.last_request
     assert req.path == "/v1/models/gemini-3.5-flash:generateContent"
@@ -667,20 +765,13 @@ def test_gemini_35_request_matches_the_documented_shape(
         ("triple_click", {"x": 500, "y": 100, "intent": "Select the address line"}),
         ("hotkey", {"keys": ["control", "c"], "intent": "Copy it"}),
     ]
+    assert [c["intent"] for c in proposal.calls] == ["Select the address line", "Copy it"]
     # The stand-in signs the first call of a Gemini 3 turn, as the real models do...
-    assert proposal.model_content is not None
-    parts = proposal.model_content.parts or []
+    assert proposal.turn is not None
+    parts = request.model_turn_content(proposal.turn).parts or []
     assert parts[1].thought_signature is not None and parts[2].thought_signature is None
-    contents += [
-        proposal.model_content,
-        planner.function_responses_content(
-            [
-                planner.build_function_response("triple_click", png),
-                planner.build_function_response("hotkey", png),
-            ]
-        ),
-    ]
-    assert planner.propose(contents).text == "done"
+    answered = _answered(turns, proposal, _result("triple_click", sha), _result("hotkey", sha))
+    assert planner.propose(answered, store.load, 3).text == "done"
     # ...and it is echoed back unchanged (the stand-in refuses the request otherwise).
     echoed = gemini.last_request.contents()[1]["parts"][1]["thoughtSignature"]
     assert _decode_b64(echoed) == parts[1].thought_signature
@@ -692,7 +783,7 @@ def test_gemini_3_flash_on_a_desktop_sends_the_browser_environment_with_exclusio
 ) -> None:
     gemini.script(Reply.text("ok"))
     planner = make_planner(model="gemini-3-flash-preview", environment="desktop")
-    planner.propose(planner.start_contents("x"))
+    ask(planner)
     assert gemini.last_request.computer_use_tool() == {
         "environment": "ENVIRONMENT_BROWSER",
         "excludedPredefinedFunctions": [
@@ -712,17 +803,16 @@ def test_a_dropped_signature_is_refused_for_gemini_3(
     """The history must carry the model turn whole: rebuilding the call loses its signature."""
     gemini.script(Reply.calls(FunctionCallSpec("click_at", x=1, y=2)), Reply.text("done"))
     planner = make_planner(model="gemini-3-flash-preview", retry_attempts=1)
-    contents = planner.start_contents("x")
-    proposal = planner.propose(contents)
+    store = PngStore()
+    turns = [history.task_turn("x", None)]
+    proposal = planner.propose(turns, store.load, 3)
     call = proposal.calls[0]
     rebuilt = types.Content(
         role="model",
         parts=[types.Part(function_call=types.FunctionCall(name=call["name"], args=call["args"]))],
     )
-    contents += [
-        rebuilt,
-        planner.function_responses_content([planner.build_function_response("click_at", png)]),
-    ]
+    proposal = replace(proposal, turn=request.turn_record(rebuilt))
+    answered = _answered(turns, proposal, _result("click_at", store.put(png)))
     with pytest.raises(ApiError, match="missing a `thought_signature`"):
-        planner.propose(contents)
+        planner.propose(answered, store.load, 3)
     assert [v.rule for v in gemini.violations] == ["thought_signature"]

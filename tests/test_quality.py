@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -65,3 +66,39 @@ def test_only_the_config_module_reads_the_environment() -> None:
         and any(word in p.read_text("utf-8") for word in ("os.environ", "os.getenv", "getenv("))
     ]
     assert readers == ["src/vnc_use/config.py"]
+
+
+def _imported_modules(path: Path) -> set[str]:
+    """The modules a source file imports (``import a.b`` and ``from a.b import c``)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def test_only_the_gemini_provider_imports_google_genai() -> None:
+    """The model boundary: google.genai stays under providers/gemini/ (and the stand-in)."""
+    users = sorted(
+        p.relative_to(ROOT).as_posix()
+        for p in (ROOT / "src").rglob("*.py")
+        if any(m == "google.genai" or m.startswith("google.genai.") for m in _imported_modules(p))
+    )
+    allowed = ("src/vnc_use/providers/gemini/", "src/vnc_use/testing/gemini_standin.py")
+    assert users and all(u.startswith(allowed) for u in users), users
+
+
+def test_the_graph_does_not_load_the_model_sdk() -> None:
+    code = (
+        "import sys\n"
+        "import vnc_use.agent.graph, vnc_use.agent.history, vnc_use.providers.base\n"
+        "print(sorted(m for m in sys.modules if m == 'google' or m.startswith('google.')))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"

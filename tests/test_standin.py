@@ -27,11 +27,19 @@ from vnc_use.testing.gemini_standin import (
     require_confirmation,
 )
 
-from gemini_fixtures import DUMMY_API_KEY, make_jpeg
+from gemini_fixtures import DUMMY_API_KEY, ask, make_jpeg
 
 Factory = Callable[..., GeminiComputerUse]
 CU_PATH = f"/v1beta/models/{DEFAULT_MODEL}:generateContent"
 CU_TOOL = {"computerUse": {"environment": "ENVIRONMENT_BROWSER"}}
+
+
+def _task(text: str, image: bytes | None = None) -> list[types.Content]:
+    """A first user turn built by hand (to send what the agent never would)."""
+    parts = [types.Part(text=text)]
+    if image is not None:
+        parts.append(types.Part.from_bytes(data=image, mime_type="image/png"))
+    return [types.Content(role="user", parts=parts)]
 
 
 def _b64(data: bytes) -> str:
@@ -146,12 +154,12 @@ def test_exhausted_script_answers_a_final_text_and_says_so(
     gemini.script(Reply.text("first"))
     planner = make_planner()
     assert gemini.remaining == 1
-    assert planner.propose(planner.start_contents("x")).text == "first"
+    assert ask(planner).text == "first"
     assert not gemini.exhausted
-    assert planner.propose(planner.start_contents("x")).text == EXHAUSTED_TEXT
+    assert ask(planner).text == EXHAUSTED_TEXT
     assert gemini.exhausted and gemini.exhausted_count == 1
     gemini.extend(Reply.text("more"))
-    assert planner.propose(planner.start_contents("x")).text == "more"
+    assert ask(planner).text == "more"
 
 
 def test_callable_script_sees_the_request_and_its_index(
@@ -171,8 +179,8 @@ def test_callable_script_sees_the_request_and_its_index(
 
     gemini.script(script)
     planner = make_planner()
-    assert planner.propose(planner.start_contents("a")).calls[0]["name"] == "search"
-    assert planner.propose(planner.start_contents("b")).text == "raw"
+    assert ask(planner, "a").calls[0]["name"] == "search"
+    assert ask(planner, "b").text == "raw"
     assert seen == [("a", 0), ("b", 1)]
     with pytest.raises(ValueError, match="list script"):
         gemini.extend(Reply.text("x"))
@@ -295,12 +303,12 @@ def test_computer_use_model_needs_the_tool(gemini: GeminiStandIn, make_planner: 
     gemini.script(Reply.text("ok"))
     planner = make_planner()
     with pytest.raises(ApiError) as info:
-        planner.generate(planner.start_contents("x"), config=types.GenerateContentConfig())
+        planner.generate(_task("x"), config=types.GenerateContentConfig())
     assert info.value.status_code == 400
     assert "requires the use of the Computer Use tool" in info.value.message
     # Another model has no such requirement.
     other = make_planner(model="gemini-3-flash-preview")
-    other.generate(other.start_contents("x"), config=types.GenerateContentConfig())
+    other.generate(_task("x"), config=types.GenerateContentConfig())
     assert [v.rule for v in gemini.violations] == ["computer_use_tool"]
 
 
@@ -308,7 +316,7 @@ def test_user_image_must_really_be_a_png(gemini: GeminiStandIn, make_planner: Fa
     gemini.script(Reply.text("ok"))
     planner = make_planner()
     with pytest.raises(ApiError) as info:
-        planner.propose(planner.start_contents("x", make_jpeg()))  # labelled image/png
+        planner.generate(_task("x", make_jpeg()))  # labelled image/png
     assert info.value.status_code == 400
     assert "not a valid PNG" in info.value.message
     status, body = _post(

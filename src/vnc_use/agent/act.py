@@ -8,7 +8,7 @@ performed is never silently repeated.
 from __future__ import annotations
 
 import time
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -79,6 +79,37 @@ def _reveal(action: ValidatedAction, secrets: dict[str, str]) -> ValidatedAction
     return replace(action, args=action.args.model_copy(update=update))
 
 
+@dataclass
+class _Call:
+    """The call this ``act`` runs, and where it stands."""
+
+    call: FunctionCallRecord
+    pending: list[FunctionCallRecord]
+    """The turn's calls still to run after this one."""
+    index: int
+    step: int
+    key: str
+    outcome: Outcome
+    approved: bool
+    sha: str | None
+    """The screenshot the model saw before this call."""
+    size: tuple[int, int]
+
+
+@dataclass
+class _Result:
+    """What running a call gave: the model's answer and the record for people."""
+
+    error: str | None = None
+    note: str | None = None
+    pixels: dict[str, int] = field(default_factory=dict)
+    output: dict[str, Any] | None = None
+    """A custom function's result (custom functions only)."""
+    screenshot: str | None = None
+    size: tuple[int, int] | None = None
+    action_ms: float = 0.0
+
+
 def act(state: CUAState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     """Execute the next pending call, capture the screen, and answer the call.
 
@@ -88,16 +119,29 @@ def act(state: CUAState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     """
     t0 = time.monotonic()
     ctx = runtime.context
-    step = state.get("step", 0)
-    if step >= ctx.settings.step_limit:
+    if state.get("step", 0) >= ctx.settings.step_limit:
         return {"status": "step_limit", "done": True}
     if over_time(state, ctx):
         return {"status": "timeout", "done": True}
+    c = _begin(ctx, state)
+    t_act = time.monotonic()
+    custom = ctx.planner.is_custom(c.call["name"]) and c.outcome is Outcome.NEW
+    result = _run_custom(ctx, c) if custom else _run_action(ctx, c)
+    result.action_ms = round((time.monotonic() - t_act) * 1000, 1)
+    if not custom:
+        _look(ctx, c, result)
+    entry = _record(ctx, state, c, result)
+    update = _answer(state, c, result, entry)
+    update["active_seconds"] = time.monotonic() - t0
+    return update
+
+
+def _begin(ctx: AgentContext, state: CUAState) -> _Call:
+    """The next pending call, its journal outcome (settled if uncertain) and the screen size."""
     pending = list(state["pending_calls"])
     call = pending.pop(0)
     index = state.get("call_index", 0)
-    approved = state.get("approved_call") == index
-    step += 1
+    step = state.get("step", 0) + 1
     sha = state.get("last_screenshot_png")
     key = call_key(state.get("model_calls", 0), index)
     outcome = ctx.journal.outcome(key)
@@ -106,129 +150,158 @@ def act(state: CUAState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     size = screen_size(ctx, state)
     if size is None:
         sha, size = capture(ctx)
+    approved = state.get("approved_call") == index
+    return _Call(call, pending, index, step, key, outcome, approved, sha, size)
 
-    error: str | None = call.get("error")
-    note: str | None = None
-    pixels: dict[str, int] = {}
-    response: dict[str, Any]
-    planner = ctx.planner
-    t_act = time.monotonic()
-    if planner.is_custom(call["name"]) and outcome is Outcome.NEW:
-        ctx.journal.dispatched(key, call["name"], step)
-        fr = planner.run_custom_function(dict(call))
-        ctx.journal.done(key, call["name"], step)
-        action_ms = round((time.monotonic() - t_act) * 1000, 1)
-        response = dict(fr.response or {})
-        error = response.get("error")
-        new_sha: str | None = None
-    else:
-        action = (
-            None
-            if error
-            else planner.action_table.validate(
-                call["name"], call["args"], excluded=planner.excluded_actions
-            )
+
+def _run_custom(ctx: AgentContext, c: _Call) -> _Result:
+    """Run one of the caller's own functions (journaled like an action; no screenshot)."""
+    name = c.call["name"]
+    ctx.journal.dispatched(c.key, name, c.step)
+    output = ctx.planner.run_custom_function(c.call)
+    ctx.journal.done(c.key, name, c.step)
+    return _Result(error=output.get("error"), output=output, size=c.size)
+
+
+def _run_action(ctx: AgentContext, c: _Call) -> _Result:
+    """Validate and perform a desktop action as its journal outcome allows."""
+    result = _Result(error=c.call.get("error"), size=c.size)
+    action = None if result.error else ctx.planner.validate(c.call["name"], c.call["args"])
+    if isinstance(action, ActionError):
+        result.error = action.message
+    elif action is not None and c.outcome is Outcome.NEW:
+        result.pixels, result.error = _perform(ctx, c, action)
+    elif c.outcome is Outcome.DONE:
+        result.note = "performed before the agent restarted; not repeated"
+    elif c.outcome is Outcome.UNKNOWN:
+        result.error = (
+            "The outcome of this action is unknown: vnc-use stopped while performing it and "
+            "did not repeat it. Check the screenshot before going on."
         )
-        if isinstance(action, ActionError):
-            error = action.message
-        elif action is not None and outcome is Outcome.NEW:
-            if not ctx.desktop.is_connected():  # known lost: nothing is sent, nothing unsure
-                raise VncConnectionError(
-                    f"the connection to the VNC server was lost before {call['name']} was sent"
-                )
-            # The grid spans the screen as it is now: a screen resized since the last
-            # screenshot (a user, a VM window) is mapped at its new size, never off target.
-            width, height = ctx.desktop.round_trip()
-            actx = ActionContext(
-                hands=ctx.desktop,
-                width=width,
-                height=height,
-                search_url=ctx.settings.search_url,
-                wait_seconds=ctx.settings.wait_seconds,
-                stop=ctx.stop,
-            )
-            ctx.journal.dispatched(key, call["name"], step)
-            try:
-                pixels = execute(_reveal(action, ctx.secrets), actx)
-            except VncError:
-                raise  # the desktop is gone: infrastructure, ends the run (resumable)
-            except (ValueError, TypeError) as exc:  # the model asked for something impossible
-                error = f"{type(exc).__name__}: {exc}"
-        elif outcome is Outcome.DONE:
-            note = "performed before the agent restarted; not repeated"
-        elif outcome is Outcome.UNKNOWN:
-            error = (
-                "The outcome of this action is unknown: vnc-use stopped while performing it and "
-                "did not repeat it. Check the screenshot before going on."
-            )
-            note = "outcome unknown; not repeated"
-        action_ms = round((time.monotonic() - t_act) * 1000, 1)
-        if error is None or outcome is not Outcome.NEW:
-            # the screenshot round trip also proves the server received the action
-            new_sha, size = capture(ctx)
-            if outcome is Outcome.NEW and error is None:
-                ctx.journal.done(key, call["name"], step)
-        else:  # nothing happened on screen: answer with the screenshot the model saw
-            new_sha = sha
-        response = {"url": ""}
-        if error is not None:
-            response["error"] = error
-    if approved:
-        response.update(safety.ACKNOWLEDGEMENT)
+        result.note = "outcome unknown; not repeated"
+    return result
 
-    record: FunctionResponseRecord = {
-        "name": call["name"],
-        "id": call.get("id"),
-        "response": response,
-        "screenshot": new_sha,
-        "screen_size": size,
-    }
+
+def _perform(
+    ctx: AgentContext, c: _Call, action: ValidatedAction
+) -> tuple[dict[str, int], str | None]:
+    """Send the action to the desktop; returns its pixel targets and the model's error, if any.
+
+    The journal marks it dispatched just before it is sent.
+    """
+    if not ctx.desktop.is_connected():  # known lost: nothing is sent, nothing unsure
+        raise VncConnectionError(
+            f"the connection to the VNC server was lost before {c.call['name']} was sent"
+        )
+    # The grid spans the screen as it is now: a screen resized since the last
+    # screenshot (a user, a VM window) is mapped at its new size, never off target.
+    width, height = ctx.desktop.round_trip()
+    actx = ActionContext(
+        hands=ctx.desktop,
+        width=width,
+        height=height,
+        search_url=ctx.settings.search_url,
+        wait_seconds=ctx.settings.wait_seconds,
+        stop=ctx.stop,
+    )
+    ctx.journal.dispatched(c.key, c.call["name"], c.step)
+    try:
+        return execute(_reveal(action, ctx.secrets), actx), None
+    except VncError:
+        raise  # the desktop is gone: infrastructure, ends the run (resumable)
+    except (ValueError, TypeError) as exc:  # the model asked for something impossible
+        return {}, f"{type(exc).__name__}: {exc}"
+
+
+def _look(ctx: AgentContext, c: _Call, result: _Result) -> None:
+    """Take the screenshot that answers the call, and close the journal entry of a new action.
+
+    When nothing happened on screen, the answer is the screenshot the model saw.
+    """
+    if result.error is None or c.outcome is not Outcome.NEW:
+        # the screenshot round trip also proves the server received the action
+        result.screenshot, result.size = capture(ctx)
+        if c.outcome is Outcome.NEW and result.error is None:
+            ctx.journal.done(c.key, c.call["name"], c.step)
+    else:
+        result.screenshot = c.sha
+
+
+def _transcript_entry(c: _Call, result: _Result) -> TranscriptEntry:
+    """The step as people read it (the run record, :class:`RunResult`)."""
     entry: TranscriptEntry = {
-        "step": step,
-        "name": call["name"],
-        "args": call["args"],
-        "pixels": pixels,
-        "screen_size": size,
-        "result": "error" if error else "ok",
-        "approved": approved,
-        "duration_ms": action_ms,
+        "step": c.step,
+        "name": c.call["name"],
+        "args": c.call["args"],
+        "pixels": result.pixels,
+        "screen_size": result.size or c.size,
+        "result": "error" if result.error else "ok",
+        "approved": c.approved,
+        "duration_ms": result.action_ms,
     }
-    if error:
-        entry["error"] = error
-    if note:
-        entry["note"] = note
-    if new_sha:
-        entry["screenshot"] = new_sha
-    ctx.run.write_step(step, call["name"], dict(entry), new_sha)
+    if result.error:
+        entry["error"] = result.error
+    if result.note:
+        entry["note"] = result.note
+    if result.screenshot:
+        entry["screenshot"] = result.screenshot
+    return entry
+
+
+def _record(ctx: AgentContext, state: CUAState, c: _Call, result: _Result) -> TranscriptEntry:
+    """Write the step to the run folder and its ``action`` event."""
+    entry = _transcript_entry(c, result)
+    name = c.call["name"]
+    ctx.run.write_step(c.step, name, dict(entry), result.screenshot)
     ctx.run.event(
         "action",
         node="act",
-        step=step,
-        name=call["name"],
-        args=call["args"],
-        pixels=pixels,
-        screen_size=list(size),
-        duration_ms=action_ms,
-        error=error,
-        note=note,
-        approved=approved,
-        screenshot=new_sha,
+        step=c.step,
+        name=name,
+        args=c.call["args"],
+        pixels=result.pixels,
+        screen_size=list(result.size or c.size),
+        duration_ms=result.action_ms,
+        error=result.error,
+        note=result.note,
+        approved=c.approved,
+        screenshot=result.screenshot,
         model_ms=state.get("model_ms"),
     )
-    responses = [*state.get("responses", []), record]
-    update: dict[str, Any] = {
-        "pending_calls": pending,
-        "call_index": index + 1,
-        "approved_call": None,
-        "step": step,
-        "transcript": [entry],
-        "last_screenshot_png": new_sha or sha,
-        "last_screen_size": size,
+    return entry
+
+
+def _call_result(c: _Call, result: _Result) -> FunctionResponseRecord:
+    """The neutral result the planner answers the call with (see ``providers.base``)."""
+    record: FunctionResponseRecord = {
+        "name": c.call["name"],
+        "id": c.call.get("id"),
+        "screenshot": result.screenshot,
+        "screen_size": result.size or c.size,
+        "approved": c.approved,
     }
-    if pending:
+    if result.output is not None:
+        record["output"] = result.output
+    elif result.error is not None:
+        record["error"] = result.error
+    return record
+
+
+def _answer(state: CUAState, c: _Call, result: _Result, entry: TranscriptEntry) -> dict[str, Any]:
+    """The state update: the call answered; every call of the turn answered goes back at once."""
+    responses = [*state.get("responses", []), _call_result(c, result)]
+    update: dict[str, Any] = {
+        "pending_calls": c.pending,
+        "call_index": c.index + 1,
+        "approved_call": None,
+        "step": c.step,
+        "transcript": [entry],
+        "last_screenshot_png": result.screenshot or c.sha,
+        "last_screen_size": result.size or c.size,
+    }
+    if c.pending:
         update["responses"] = responses
     else:  # every call of the model's turn is answered: they go back together, in order
         update["responses"] = []
         update["contents"] = [history.responses_turn(responses)]
-    update["active_seconds"] = time.monotonic() - t0
     return update

@@ -1,8 +1,9 @@
-"""Human approval of the actions the model marks ``require_confirmation``.
+"""Human approval of the actions the model marks for confirmation.
 
-The rule is simple and absolute: such an action never runs without a person's approval. The
-Gemini API's terms forbid bypassing it, so with ``hitl_mode=False`` the run stops (``denied``)
-instead of running it.
+The rule is simple and absolute: a call whose safety mark is ``needs_confirmation`` or
+``blocked`` (see :data:`~vnc_use.providers.base.SafetyMark`) never runs without a person's
+approval. The Gemini API's terms forbid bypassing it, so with ``hitl_mode=False`` the run stops
+(``denied``) instead of running it.
 
 The gate is a LangGraph ``interrupt()``; LangGraph re-runs the interrupted node from its top
 when the run resumes, so :func:`hitl_gate` in :mod:`vnc_use.agent` does nothing before the
@@ -20,26 +21,16 @@ Decision = Literal["approve", "deny"]
 APPROVE: Literal["approve"] = "approve"
 DENY: Literal["deny"] = "deny"
 
-#: ``safety_decision.decision`` values that let an action run without asking. Anything else the
-#: model sends there (``require_confirmation``, or a value we do not know) asks a human first.
-BENIGN_DECISIONS = frozenset({"regular", "allowed", "allow"})
-
-#: What an approved call's function response carries (the API's own spelling: the string).
-ACKNOWLEDGEMENT = {"safety_acknowledgement": "true"}
-
 
 def needs_confirmation(call: FunctionCallRecord) -> bool:
-    """True when the model asked for a human's confirmation before ``call`` runs (fail-safe)."""
-    decision = call.get("safety_decision")
-    if not decision:
-        return False
-    return str(decision.get("decision", "")).lower() not in BENIGN_DECISIONS
+    """True when the model asked for a human's confirmation before ``call`` runs (fail-safe:
+    any mark but ``none`` asks; ``blocked`` asks too, as it always has)."""
+    return call.get("safety", "none") != "none"
 
 
 def explanation(call: FunctionCallRecord) -> str:
     """The model's reason for asking, or a generic one."""
-    decision = call.get("safety_decision") or {}
-    text = decision.get("explanation")
+    text = call.get("safety_explanation")
     return str(text) if text else "The model asked for confirmation before this action."
 
 

@@ -16,7 +16,7 @@ from vnc_use.agent.journal import Journal
 from vnc_use.agent.state import CUAState
 from vnc_use.desktops.base import DEFAULT_QUIET_S, CaptureRule, Desktop
 from vnc_use.desktops.png import DEFAULT_MAX_PNG_BYTES, screen_size_of
-from vnc_use.providers.gemini.planner import GeminiComputerUse
+from vnc_use.providers.base import Planner
 from vnc_use.record.folder import RunFolder
 
 
@@ -48,7 +48,7 @@ class AgentContext:
     """What the nodes use besides state; lives in memory only (never checkpointed)."""
 
     desktop: Desktop
-    planner: GeminiComputerUse
+    planner: Planner
     run: RunFolder
     settings: AgentSettings
     journal: Journal

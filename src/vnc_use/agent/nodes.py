@@ -15,6 +15,7 @@ from vnc_use.agent import approval as safety
 from vnc_use.agent import history
 from vnc_use.agent.context import AgentContext, capture, over_time, screen_size, storable
 from vnc_use.agent.state import CUAState, FunctionCallRecord, TranscriptEntry
+from vnc_use.providers.base import ProposedCall
 
 
 def _pixels_of(call: FunctionCallRecord, size: tuple[int, int] | None) -> dict[str, int]:
@@ -22,23 +23,31 @@ def _pixels_of(call: FunctionCallRecord, size: tuple[int, int] | None) -> dict[s
     return call_pixels(call["args"], size, TABLES)
 
 
-def _call_record(ctx: AgentContext, call: dict[str, Any]) -> FunctionCallRecord:
+def _call_record(ctx: AgentContext, call: ProposedCall) -> FunctionCallRecord:
     """A proposed call, checked against the action table now: an invalid call is answered
     with its error and never needs a person's approval (nothing would run)."""
     planner = ctx.planner
     record: FunctionCallRecord = {
+        "id": call["id"],
         "name": call["name"],
         "args": storable(call["args"]),
-        "safety_decision": storable(call.get("safety_decision")),
-        "id": call.get("id"),
+        "safety": call["safety"],
+        "safety_explanation": call["safety_explanation"],
+        "intent": call["intent"],
     }
     if not planner.is_custom(call["name"]):
-        checked = planner.action_table.validate(
-            call["name"], call["args"], excluded=planner.excluded_actions
-        )
+        checked = planner.validate(call["name"], call["args"])
         if isinstance(checked, ActionError):
             record["error"] = checked.message
     return record
+
+
+def _first_mark(calls: list[FunctionCallRecord]) -> dict[str, Any] | None:
+    """The safety mark of the first call the model marked, for state."""
+    for c in calls:
+        if c["safety"] != "none":
+            return {"mark": c["safety"], "explanation": c["safety_explanation"]}
+    return None
 
 
 def observe(state: CUAState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
@@ -70,36 +79,28 @@ def propose(state: CUAState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         turns.append(first)
         update["contents"] = [first]
     n = state.get("model_calls", 0) + 1
-    contents = history.to_contents(turns, ctx.run.load_screenshot, ctx.settings.keep_screenshots)
-    ctx.run.event("model_request", node="propose", n=n, turns=len(contents))
+    ctx.run.event("model_request", node="propose", n=n, turns=len(turns))
     t_model = time.monotonic()
-    proposal = ctx.planner.propose(contents)
+    proposal = ctx.planner.propose(turns, ctx.run.load_screenshot, ctx.settings.keep_screenshots)
     latency_ms = round((time.monotonic() - t_model) * 1000, 1)
-    ctx.run.write_model_exchange(
-        n,
-        {
-            "model": ctx.planner.model,
-            "contents": [c.model_dump(mode="json", exclude_none=True) for c in contents],
-            "config": ctx.planner.config.model_dump(mode="json", exclude_none=True),
-        },
-        proposal.response_json,
-    )
+    ctx.run.write_model_exchange(n, proposal.request_json, proposal.response_json)
     ctx.run.event(
         "model_response",
         node="propose",
         n=n,
         latency_ms=latency_ms,
-        finish_reason=proposal.finish_reason,
+        finish_reason=proposal.reason,
+        stop=proposal.stop,
         text=proposal.text,
         calls=[{"name": c["name"], "args": c["args"]} for c in proposal.calls],
         usage=proposal.usage,
     )
     update["model_calls"] = n
     update["model_ms"] = latency_ms
-    if proposal.model_content is not None and proposal.model_content.parts:
+    if proposal.turn is not None:
         update["contents"] = [
             *update.get("contents", []),
-            storable(history.model_turn(proposal.model_content)),
+            storable(history.model_turn(proposal.turn)),
         ]
     if not proposal.calls:
         update.update(status="done", done=True, final_text=proposal.text, pending_calls=[])
@@ -110,14 +111,14 @@ def propose(state: CUAState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
             responses=[],
             call_index=0,
             final_text=proposal.text,
-            safety=next((c["safety_decision"] for c in calls if c["safety_decision"]), None),
+            safety=_first_mark(calls),
         )
     update["active_seconds"] = time.monotonic() - t0
     return update
 
 
 def hitl_gate(state: CUAState, runtime: Runtime[AgentContext]) -> Command[str]:
-    """Pause for a human before a call the model marked ``require_confirmation``.
+    """Pause for a human before a call the model marked for confirmation (its safety mark).
 
     Nothing happens before ``interrupt()`` but reading state: LangGraph re-runs this node from
     its top when the run resumes.

@@ -43,6 +43,7 @@ from vnc_use.errors import (
     VncTimeoutError,
     VncUseError,
 )
+from vnc_use.providers.base import Planner
 from vnc_use.providers.gemini.planner import DEFAULT_MODEL, GeminiComputerUse
 from vnc_use.record.folder import RunFolder, check_thread_id
 from vnc_use.record.report import ReportOnRunEnd
@@ -106,7 +107,7 @@ class VncUseAgent:
         environment: str | None = None,
         model_family: str | None = None,
         keep_browser_actions: bool = False,
-        planner: GeminiComputerUse | None = None,
+        planner: Planner | None = None,
         keep_screenshots: int | None = None,
         checkpoint_db: str | Path | None = None,
         checkpointer: BaseCheckpointSaver[Any] | None = None,
@@ -169,7 +170,7 @@ class VncUseAgent:
         self.runs_dir = Path(runs_dir)
         # model picks the family (action set); environment "browser" | "desktop" (None: the
         # family's default); see vnc_use.providers.gemini.families.
-        self.planner = planner or GeminiComputerUse(
+        self.planner: Planner = planner or GeminiComputerUse(
             excluded_actions=excluded_actions,
             model=model,
             keep_screenshots=self.settings.keep_screenshots,
@@ -270,7 +271,7 @@ class VncUseAgent:
                 f"thread {thread_id!r} already exists: use resume/approve/deny, or a new id"
             )
         # Fail before anything is recorded when the key or the desktop is missing.
-        _ = self.planner.client
+        self.planner.check_ready()
         desktop = self.desktop
         where = self._where(desktop)
         folder = self._folder(thread_id)
@@ -280,11 +281,7 @@ class VncUseAgent:
                 "thread_id": thread_id,
                 "task": task,
                 **where,
-                "model": self.planner.model,
-                "model_family": self.planner.family.name,
-                "environment": self.planner.environment,
-                "excluded_actions": self.planner.excluded_actions,
-                "keep_browser_actions": self.planner.keep_browser_actions,
+                **self.planner.run_settings(),
                 "step_limit": self.settings.step_limit,
                 "seconds_timeout": self.settings.seconds_timeout,
                 "hitl_mode": self.settings.hitl_mode,

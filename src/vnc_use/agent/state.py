@@ -6,15 +6,15 @@ its sha256 (see :mod:`vnc_use.record.folder`) and state holds that hex digest. T
 
 - ``{"turn": "user", "text": TASK, "screenshot": SHA | None, "screen_size": [W, H]}`` -- the
   first turn;
-- ``{"turn": "model", "content": <google.genai Content as JSON>}`` -- a model turn, unchanged
-  (it carries ``thought_signature`` bytes that Gemini 3 models need echoed back);
-- ``{"turn": "user", "responses": [FunctionResponseRecord, ...]}`` -- one function response per
-  call of the previous model turn, in order.
+- ``{"turn": "model", "content": TURN}`` -- a model turn: the planner's own opaque JSON record,
+  unchanged (Gemini's carries the ``thought_signature`` bytes its models need echoed back);
+- ``{"turn": "user", "responses": [FunctionResponseRecord, ...]}`` -- the result of every call
+  of the previous model turn, in order.
 
 (Records written by older versions say ``"role"`` instead of ``"turn"``; both are read.)
 
-The planner turns this into ``google.genai`` ``Content`` objects when it builds a request, and
-loads only the last N screenshots from disk.
+The planner (:class:`~vnc_use.providers.base.Planner`) turns this into its model's request,
+and loads only the last N screenshots from disk.
 
 The two append-only channels, ``contents`` and ``transcript``, are LangGraph ``DeltaChannel``s
 (beta in langgraph 1.2): a checkpoint stores only each step's new items, and the lists are
@@ -34,6 +34,7 @@ from typing import Annotated, Any, TypedDict, TypeVar
 from langgraph.channels import DeltaChannel
 from typing_extensions import NotRequired
 
+from vnc_use.providers.base import CallResult, ProposedCall
 from vnc_use.status import RunStatus
 
 _T = TypeVar("_T")
@@ -53,28 +54,16 @@ def extend_history(current: list[_T], writes: Sequence[list[_T]]) -> list[_T]:
     return out
 
 
-class FunctionCallRecord(TypedDict):
-    """One function call proposed by the model, as parsed from its answer."""
+class FunctionCallRecord(ProposedCall):
+    """One call proposed by the model (see :class:`~vnc_use.providers.base.ProposedCall`),
+    checked against the action table when it was proposed."""
 
-    name: str
-    args: dict[str, Any]
-    """Arguments as the model sent them (0-999 grid coordinates), ``safety_decision`` removed."""
-    safety_decision: dict[str, Any] | None
-    id: str | None
     error: NotRequired[str | None]
     """Why the call cannot run (unknown name, bad arguments), found when it was proposed."""
 
 
-class FunctionResponseRecord(TypedDict):
-    """The answer to one function call: what goes back to the model, with a screenshot reference."""
-
-    name: str
-    id: str | None
-    response: dict[str, Any]
-    screenshot: str | None
-    """sha256 of the PNG taken after the action (``None`` for custom functions)."""
-    screen_size: NotRequired[tuple[int, int] | None]
-    """Size of the real screen that PNG shows (the PNG may be downscaled)."""
+FunctionResponseRecord = CallResult
+"""The result of one call, as the history keeps it (with a screenshot reference)."""
 
 
 class TranscriptEntry(TypedDict, total=False):
@@ -117,6 +106,7 @@ class CUAState(TypedDict, total=False):
     step: int
     done: bool
     safety: dict[str, Any] | None
+    """The safety mark of the turn's first marked call (``mark``, ``explanation``), or None."""
     approved_call: int | None
     """Index (in the model turn) of the call a human approved, until it has run."""
     call_index: int

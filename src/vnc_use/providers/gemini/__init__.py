@@ -1,16 +1,19 @@
-"""Planners: the part that asks a model what to do next.
+"""Google's Gemini Computer Use models, through the ``google-genai`` SDK.
 
-Each planner lives in its own module; ``gemini`` wraps Google's Gemini Computer Use models
-(the model families and their action sets are in :mod:`vnc_use.providers.gemini.families`).
+- :mod:`~vnc_use.providers.gemini.request` -- what the model is sent (tools, history, replies);
+- :mod:`~vnc_use.providers.gemini.planner` -- :class:`GeminiComputerUse`, the
+  :class:`~vnc_use.providers.base.Planner` that sends it and reads the answer;
+- :mod:`~vnc_use.providers.gemini.families` -- the model families and their action sets.
+
+Only this package imports ``google.genai``.
 """
 
+from vnc_use.providers.base import Proposal
 from vnc_use.providers.gemini.families import FAMILIES, ModelFamily, family_for_model
 from vnc_use.providers.gemini.planner import (
     DEFAULT_MODEL,
     CustomFunction,
     GeminiComputerUse,
-    Proposal,
-    prune_screenshots,
 )
 
 __all__ = [
@@ -21,5 +24,4 @@ __all__ = [
     "ModelFamily",
     "Proposal",
     "family_for_model",
-    "prune_screenshots",
 ]

@@ -1,8 +1,8 @@
-"""Gemini Computer Use planner: builds requests, calls the API, parses the answer.
+"""Gemini Computer Use planner: calls the API and reads its answer into vnc-use's terms.
 
-"What does the model see?" is answered here: :meth:`GeminiComputerUse.start_contents` builds
-the first user turn, :meth:`GeminiComputerUse.build_function_response` the screenshot replies,
-and :func:`prune_screenshots` decides which images are still sent inline.
+What the model is sent (tools, history, replies to calls) is built in
+:mod:`vnc_use.providers.gemini.request`; this module sends it and turns the answer into a
+provider-neutral :class:`~vnc_use.providers.base.Proposal`.
 
 The client is the real ``google-genai`` SDK. Retries of 408/429/5xx and of connection errors
 are the SDK's own (``HttpRetryOptions``); this module adds the retry of
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import importlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,8 +26,23 @@ from google.genai import errors as genai_errors
 from google.genai import types
 
 from vnc_use import config
-from vnc_use.actions import GEMINI_25_TABLE, ActionTable, split_safety_decision
+from vnc_use.actions import (
+    GEMINI_25_TABLE,
+    ActionError,
+    ActionTable,
+    ValidatedAction,
+    split_safety_decision,
+)
 from vnc_use.errors import ApiError, ConfigError, PlannerError
+from vnc_use.providers.base import (
+    HistoryRecord,
+    LoadPng,
+    Proposal,
+    ProposedCall,
+    SafetyMark,
+    StopReason,
+)
+from vnc_use.providers.gemini import request
 from vnc_use.providers.gemini.families import (
     EnvironmentName,
     ModelFamily,
@@ -43,7 +58,7 @@ __all__ = [
     "CustomFunction",
     "GeminiComputerUse",
     "Proposal",
-    "prune_screenshots",
+    "safety_mark",
 ]
 
 logger = logging.getLogger(__name__)
@@ -58,7 +73,22 @@ RETRY_STATUS_CODES: tuple[int, ...] = (408, 429, 500, 502, 503, 504)
 """HTTP statuses the SDK retries (with exponential backoff) before giving up."""
 
 MALFORMED = "MALFORMED_FUNCTION_CALL"
-_OMITTED_IMAGE_TEXT = "[older screenshot omitted]"
+
+BENIGN_DECISIONS = frozenset({"regular", "allowed", "allow"})
+"""``safety_decision.decision`` values that let an action run without asking. Anything else the
+model sends there (``require_confirmation``, or a value we do not know) asks a person first."""
+
+BLOCKED_DECISION = "blocked"
+"""A ``safety_decision.decision`` marked :data:`~vnc_use.providers.base.SafetyMark` ``blocked``
+(it still waits for a person's approval, as every non-benign decision does)."""
+
+# Finish reasons of a turn without calls, as a StopReason: the model refused or was stopped by
+# a filter ("blocked"), ended normally ("finished"); any other reason (OTHER, NO_CANDIDATES,
+# MALFORMED_FUNCTION_CALL, ...) is an "error". The graph ends the run the same way for all.
+_BLOCKED_FINISH = frozenset(
+    {"SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "IMAGE_SAFETY", "RECITATION"}
+)
+_FINISHED = frozenset({"STOP", "MAX_TOKENS"})
 
 
 def _network_errors() -> tuple[type[BaseException], ...]:
@@ -95,32 +125,6 @@ class CustomFunction:
             raise ConfigError(
                 f"CustomFunction {self.name!r}: declaration is named {self.declaration.name!r}"
             )
-
-
-@dataclass(frozen=True)
-class Proposal:
-    """What the model proposed in one turn.
-
-    - ``calls``: every function call of the first candidate, in order (see
-      :meth:`GeminiComputerUse.extract_function_calls`); empty means the model is done.
-    - ``text``: the visible text parts joined by spaces (thought parts excluded).
-    - ``finish_reason``: e.g. ``"STOP"``, ``"MALFORMED_FUNCTION_CALL"``, ``"SAFETY"``;
-      ``"NO_CANDIDATES"`` when the answer had no candidate (``"PROMPT_BLOCKED:<reason>"`` when
-      the prompt was blocked); ``None`` when the candidate did not say.
-    - ``usage``: token counts (``prompt_token_count``, ``total_token_count``, ...) or None.
-    - ``model_content``: the candidate's content, to append to the history unchanged (it
-      carries ``thought_signature`` bytes that newer models require back).
-    - ``response_json``: the whole response as a JSON-able dict (bytes as base64).
-    - ``thoughts``: thought-summary text (only when ``include_thoughts`` is on).
-    """
-
-    calls: list[dict[str, Any]]
-    text: str
-    finish_reason: str | None
-    usage: dict[str, int] | None
-    model_content: types.Content | None
-    response_json: dict[str, Any]
-    thoughts: str = ""
 
 
 class GeminiComputerUse:
@@ -211,24 +215,13 @@ class GeminiComputerUse:
                 )
             self.custom_functions[cf.name] = cf
 
-        tools: types.ToolListUnion = [
-            types.Tool(
-                computer_use=types.ComputerUse(
-                    environment=types.Environment(self.wire_environment),
-                    excluded_predefined_functions=list(self.excluded_actions) or None,
-                )
-            )
-        ]
-        if self.custom_functions:
-            tools.append(
-                types.Tool(
-                    function_declarations=[cf.declaration for cf in self.custom_functions.values()]
-                )
-            )
-        self.config: types.GenerateContentConfig = types.GenerateContentConfig(
-            tools=tools,
-            thinking_config=types.ThinkingConfig(include_thoughts=include_thoughts),
+        self.config: types.GenerateContentConfig = request.build_config(
+            wire_environment=self.wire_environment,
+            excluded_actions=self.excluded_actions,
+            custom_declarations=[cf.declaration for cf in self.custom_functions.values()],
+            include_thoughts=include_thoughts,
         )
+        """The tools and thinking config sent with every request (see :mod:`.request`)."""
 
     def _check_settings(self, explicit_exclusions: list[str]) -> None:
         unknown = self.action_table.unknown_names(explicit_exclusions)
@@ -309,15 +302,6 @@ class GeminiComputerUse:
 
     # ------------------------------------------------------------------ requests
 
-    def start_contents(
-        self, task: str, maybe_initial_png: bytes | None = None
-    ) -> list[types.Content]:
-        """The first user turn: the task text, plus the current screen as PNG when given."""
-        parts = [types.Part(text=task)]
-        if maybe_initial_png is not None:
-            parts.append(types.Part.from_bytes(data=maybe_initial_png, mime_type="image/png"))
-        return [types.Content(role="user", parts=parts)]
-
     def generate(
         self,
         contents: list[types.Content],
@@ -348,16 +332,25 @@ class GeminiComputerUse:
                 f"({detail}); is GOOGLE_GEMINI_BASE_URL pointing at the API?"
             ) from None
 
-    def propose(self, contents: list[types.Content]) -> Proposal:
-        """Ask the model for its next actions.
+    def propose(
+        self,
+        history: Sequence[HistoryRecord],
+        load_png: LoadPng,
+        keep_screenshots: int | None = None,
+    ) -> Proposal:
+        """Ask the model for its next calls, given vnc-use's history records.
 
-        A ``MALFORMED_FUNCTION_CALL`` answer without calls is asked again with the same
-        history (as Google's reference agent does), at most ``max_malformed_retries`` times;
-        after that a :class:`PlannerError` is raised.
+        Screenshots go inline in the last ``keep_screenshots`` turns that carry one (default:
+        the planner's ``keep_screenshots``). A ``MALFORMED_FUNCTION_CALL`` answer without calls
+        is asked again with the same history (as Google's reference agent does), at most
+        ``max_malformed_retries`` times; after that a :class:`PlannerError` is raised.
         """
+        keep = self.keep_screenshots if keep_screenshots is None else keep_screenshots
+        contents = request.to_contents(history, load_png, keep)
+        sent = request.request_json(self.model, contents, self.config)
         for attempt in range(self.max_malformed_retries + 1):
-            proposal = self.parse_response(self.generate(contents))
-            if proposal.finish_reason != MALFORMED or proposal.calls:
+            proposal = self.parse_response(self.generate(contents), sent)
+            if proposal.reason != MALFORMED or proposal.calls:
                 return proposal
             logger.info(
                 "Model returned %s without calls (attempt %d of %d); asking again.",
@@ -372,8 +365,20 @@ class GeminiComputerUse:
 
     # ------------------------------------------------------------------ responses
 
-    def parse_response(self, response: types.GenerateContentResponse) -> Proposal:
-        """Turn a raw response into a :class:`Proposal` (never raises on odd shapes)."""
+    def parse_response(
+        self,
+        response: types.GenerateContentResponse,
+        request_json: dict[str, Any] | None = None,
+    ) -> Proposal:
+        """Turn a raw response into a :class:`Proposal` (never raises on odd shapes).
+
+        ``reason`` is Gemini's finish reason (e.g. ``"STOP"``, ``"SAFETY"``);
+        ``"NO_CANDIDATES"`` when the answer had no candidate (``"PROMPT_BLOCKED:<reason>"``
+        when the prompt was blocked); ``None`` when the candidate did not say. ``turn`` is the
+        candidate's content, kept whole: it carries ``thought_signature`` bytes that newer
+        models require back.
+        """
+        sent = request_json or {}
         response_json = response.model_dump(mode="json", exclude_none=True)
         usage = _usage(response)
         candidates = response.candidates or []
@@ -382,87 +387,81 @@ class GeminiComputerUse:
             feedback = response.prompt_feedback
             if feedback is not None and feedback.block_reason is not None:
                 reason = f"PROMPT_BLOCKED:{_enum_str(feedback.block_reason)}"
-            return Proposal([], "", reason, usage, None, response_json)
+            stop = _stop_for([], reason)
+            return Proposal([], "", stop, reason, usage, None, sent, response_json)
         candidate = candidates[0]
         finish = _enum_str(candidate.finish_reason) if candidate.finish_reason else None
-        parts = (candidate.content.parts if candidate.content else None) or []
-        text = " ".join(p.text for p in parts if p.text and not p.thought)
-        thoughts = " ".join(p.text for p in parts if p.text and p.thought)
+        content = candidate.content
+        parts = (content.parts if content else None) or []
+        calls = self.extract_function_calls(response)
         return Proposal(
-            calls=self.extract_function_calls(response),
-            text=text,
-            finish_reason=finish,
+            calls=calls,
+            text=" ".join(p.text for p in parts if p.text and not p.thought),
+            stop=_stop_for(calls, finish),
+            reason=finish,
             usage=usage,
-            model_content=candidate.content,
+            turn=request.turn_record(content) if content is not None and parts else None,
+            request_json=sent,
             response_json=response_json,
-            thoughts=thoughts,
+            thoughts=" ".join(p.text for p in parts if p.text and p.thought),
         )
 
-    def extract_function_calls(
-        self, response: types.GenerateContentResponse
-    ) -> list[dict[str, Any]]:
-        """All function calls of the first candidate, in order.
+    def extract_function_calls(self, response: types.GenerateContentResponse) -> list[ProposedCall]:
+        """All function calls of the first candidate, in order, as neutral records.
 
-        Each is ``{"name", "args", "safety_decision", "id"}``: ``args`` are the raw 0-999 grid
-        arguments with ``safety_decision`` removed (a copy; the response is not modified).
+        ``args`` are the raw 0-999 grid arguments with ``safety_decision`` removed (a copy; the
+        response is not modified); the decision becomes the call's ``safety`` mark.
         """
         candidates = response.candidates or []
         if not candidates or candidates[0].content is None:
             return []
-        calls: list[dict[str, Any]] = []
+        calls: list[ProposedCall] = []
         for part in candidates[0].content.parts or []:
             fc = part.function_call
             if fc is None:
                 continue
             args, decision = split_safety_decision(fc.args)
+            intent = args.get("intent")
+            explanation = (decision or {}).get("explanation")
             calls.append(
-                {"name": fc.name or "", "args": args, "safety_decision": decision, "id": fc.id}
+                {
+                    "id": fc.id,
+                    "name": fc.name or "",
+                    "args": args,
+                    "safety": safety_mark(decision),
+                    "safety_explanation": str(explanation) if explanation else None,
+                    "intent": intent if isinstance(intent, str) else None,
+                }
             )
         return calls
 
-    # ------------------------------------------------------------------ replies
+    # ------------------------------------------------------------------ validation
 
-    def build_function_response(
-        self,
-        name: str,
-        screenshot_png: bytes | None,
-        extra: dict[str, Any] | None = None,
-        *,
-        call_id: str | None = None,
-    ) -> types.FunctionResponse:
-        """The reply to one call: ``{"url": "", **extra}`` plus the screenshot as PNG.
+    def validate(self, name: str, args: Mapping[str, Any]) -> ValidatedAction | ActionError:
+        """Check a call against this model's action table and the excluded actions."""
+        return self.action_table.validate(name, args, excluded=self.excluded_actions)
 
-        ``extra`` carries e.g. ``{"error": "..."}`` or ``{"safety_acknowledgement": "true"}``.
-        """
-        parts: list[types.FunctionResponsePart] | None = None
-        if screenshot_png is not None:
-            if not screenshot_png.startswith(b"\x89PNG\r\n\x1a\n"):
-                raise PlannerError(
-                    f"Screenshot for {name} is not a PNG; the model accepts PNG only."
-                )
-            parts = [
-                types.FunctionResponsePart(
-                    inline_data=types.FunctionResponseBlob(
-                        mime_type="image/png", data=screenshot_png
-                    )
-                )
-            ]
-        return types.FunctionResponse(
-            id=call_id, name=name, response={"url": "", **(extra or {})}, parts=parts
-        )
+    # ------------------------------------------------------------------ custom functions
 
-    @staticmethod
-    def function_responses_content(responses: Sequence[types.FunctionResponse]) -> types.Content:
-        """One user turn holding one ``function_response`` part per call, in call order."""
-        return types.Content(
-            role="user", parts=[types.Part(function_response=fr) for fr in responses]
-        )
+    def check_ready(self) -> None:
+        """Raise :class:`~vnc_use.errors.ConfigError` when no API key is set."""
+        _ = self.client
+
+    def run_settings(self) -> dict[str, Any]:
+        """The model and everything that shapes the tools it is sent (kept in run.json)."""
+        return {
+            "model": self.model,
+            "model_family": self.family.name,
+            "environment": self.environment,
+            "excluded_actions": self.excluded_actions,
+            "keep_browser_actions": self.keep_browser_actions,
+        }
 
     def is_custom(self, name: str) -> bool:
         """True when ``name`` is one of this planner's custom functions."""
         return name in self.custom_functions
 
-    def run_custom_function(self, call: dict[str, Any]) -> types.FunctionResponse:
+    def run_custom_function(self, call: Mapping[str, Any]) -> dict[str, Any]:
         """Run a custom function for ``call``; its dict (or ``{"error"}``) is the response."""
         cf = self.custom_functions[call["name"]]
         try:
@@ -470,64 +469,31 @@ class GeminiComputerUse:
         except Exception as exc:  # the model gets the error and may try again
             logger.warning("Custom function %s failed: %s", cf.name, exc)
             result = {"error": f"{type(exc).__name__}: {exc}"}
-        return types.FunctionResponse(id=call.get("id"), name=cf.name, response=dict(result))
-
-    def prune_screenshots(
-        self, contents: list[types.Content], keep: int | None = None
-    ) -> list[types.Content]:
-        """:func:`prune_screenshots` with ``keep`` defaulting to ``keep_screenshots``."""
-        return prune_screenshots(contents, self.keep_screenshots if keep is None else keep)
+        return dict(result)
 
 
-def prune_screenshots(contents: list[types.Content], keep: int) -> list[types.Content]:
-    """Keep images only in the last ``keep`` user turns that carry any; never mutates input.
-
-    Images are inline image parts and the ``parts`` of function responses. Older turns keep
-    their text and the function-response dicts (the url); a turn left with no part at all gets
-    a short text placeholder, because the API rejects empty turns.
-    """
-    if keep < 0:
-        raise ValueError(f"keep must be >= 0, got {keep}")
-    result = list(contents)
-    seen = 0
-    for i in range(len(result) - 1, -1, -1):
-        content = result[i]
-        if content.role != "user" or not _has_images(content):
-            continue
-        seen += 1
-        if seen > keep:
-            result[i] = _without_images(content)
-    return result
+def safety_mark(decision: Mapping[str, Any] | None) -> SafetyMark:
+    """The neutral mark of a Gemini ``safety_decision``: anything but a benign decision needs
+    a person's confirmation (fail-safe); a decision named ``blocked`` is marked ``blocked``."""
+    if not decision:
+        return "none"
+    value = str(decision.get("decision", "")).lower()
+    if value in BENIGN_DECISIONS:
+        return "none"
+    if value == BLOCKED_DECISION:
+        return "blocked"
+    return "needs_confirmation"
 
 
-def _is_image_part(part: types.Part) -> bool:
-    blob = part.inline_data
-    return blob is not None and (blob.mime_type or "").startswith("image/")
-
-
-def _has_images(content: types.Content) -> bool:
-    for part in content.parts or []:
-        if _is_image_part(part):
-            return True
-        if part.function_response is not None and part.function_response.parts:
-            return True
-    return False
-
-
-def _without_images(content: types.Content) -> types.Content:
-    parts: list[types.Part] = []
-    for part in content.parts or []:
-        if _is_image_part(part):
-            continue
-        fr = part.function_response
-        if fr is not None and fr.parts:
-            part = part.model_copy(
-                update={"function_response": fr.model_copy(update={"parts": None})}
-            )
-        parts.append(part)
-    if not parts:
-        parts = [types.Part(text=_OMITTED_IMAGE_TEXT)]
-    return content.model_copy(update={"parts": parts})
+def _stop_for(calls: Sequence[ProposedCall], reason: str | None) -> StopReason:
+    """Why the turn ended, from its calls and Gemini's finish reason."""
+    if calls:
+        return "calls"
+    if reason is None or reason in _FINISHED:
+        return "finished"
+    if reason in _BLOCKED_FINISH or reason.startswith("PROMPT_BLOCKED"):
+        return "blocked"
+    return "error"
 
 
 def _enum_str(value: Any) -> str:
