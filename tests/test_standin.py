@@ -988,3 +988,25 @@ def test_a_refusal_fails_a_test_not_marked_for_it(pytester: pytest.Pytester) -> 
     result.stdout.fnmatch_lines(
         ["*the Gemini stand-in refused requests the real API would refuse*", "*[[]role[]]*"]
     )
+
+
+def test_command_line_reports_refusals_on_stderr(tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"text": "bye"}]))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "vnc_use.testing.gemini_standin", "--script", str(script)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        base_url = proc.stdout.readline().strip()
+        status, _ = _post(base_url + CU_PATH, _request({"role": "tool", "parts": [{"text": "x"}]}))
+        assert status == 400
+        assert proc.stderr.readline().strip() == (
+            "stand-in refused request 0 [role]: Please use a valid role: user, model."
+        )
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

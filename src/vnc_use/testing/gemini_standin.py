@@ -62,6 +62,9 @@ Python use::
         ...  # GOOGLE_GEMINI_BASE_URL points at api.base_url meanwhile
         assert not api.violations and not api.exhausted
 
+Every violation of every stand-in in the process also goes to the callables registered with
+:func:`add_violation_listener` (the test suite fails a test on a refusal it did not ask for).
+
 The script may also be a callable ``(request_json, index) -> dict | Reply`` (``index`` counts
 the requests that reached the script, from 0); a dict is served verbatim as the body.
 When a list script runs out, the stand-in answers the text ``"(stand-in script exhausted)"``
@@ -71,7 +74,8 @@ Command line (for people)::
 
     python -m vnc_use.testing.gemini_standin --script script.json [--port N]
 
-prints the base URL and serves until interrupted. ``script.json`` is a JSON list; each item is
+prints the base URL and serves until interrupted; every refused request is reported on
+stderr. ``script.json`` is a JSON list; each item is
 one reply, one of::
 
     {"calls": [{"name": "click_at", "args": {"x": 500, "y": 300},
@@ -96,6 +100,7 @@ import json
 import logging
 import os
 import re
+import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -1233,6 +1238,15 @@ class GeminiStandIn:
         return reply.status, reply.body
 
 
+def _print_violation(violation: Violation) -> None:
+    print(
+        f"stand-in refused request {violation.request_index} [{violation.rule}]: "
+        f"{violation.message}",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry: serve a JSON script until interrupted."""
     parser = argparse.ArgumentParser(description="Serve a scripted Gemini API on 127.0.0.1.")
@@ -1243,7 +1257,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         items = json.load(fh)
     if not isinstance(items, list):
         parser.error("the script must be a JSON list")
-    standin = GeminiStandIn([Reply.from_json(i) for i in items], port=args.port).start()
+    standin = GeminiStandIn([Reply.from_json(i) for i in items], port=args.port)
+    add_violation_listener(_print_violation)
+    standin.start()
     print(standin.base_url, flush=True)
     try:
         threading.Event().wait()
