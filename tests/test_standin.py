@@ -1010,3 +1010,34 @@ def test_command_line_reports_refusals_on_stderr(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+@pytest.mark.desktop
+def test_the_agent_answers_each_call_with_its_id(
+    probe: Any, gemini: GeminiStandIn, tmp_path: Path
+) -> None:
+    """Through the real SDK and a real desktop: ids come back on every response, in every
+    later request's history too, for executed calls and for calls answered with an error."""
+    from vnc_use import VncUseAgent
+
+    gemini.script(
+        Reply.calls(
+            FunctionCallSpec("hover_at", x=500, y=500, call_id="first"),
+            FunctionCallSpec("click_at", x=5000, y=1, call_id="bad-args"),  # off the grid
+        ),
+        Reply.calls(FunctionCallSpec("hover_at", x=400, y=400, call_id="second")),
+        Reply.text("done"),
+    )
+    with VncUseAgent(
+        vnc_server=probe.desktop.server,
+        vnc_password=probe.desktop.password,
+        runs_dir=tmp_path / "runs",
+        planner=GeminiComputerUse(retry_initial_delay=0.01, retry_max_delay=0.05),
+        hitl_mode=False,
+    ) as agent:
+        result = agent.run(task="Hover twice")
+    assert result.status == "done", result.error
+    assert [t["result"] for t in result.transcript] == ["ok", "error", "ok"]
+    ids = [[r["id"] for r in req.function_responses()] for req in gemini.requests]
+    assert ids == [[], ["first", "bad-args"], ["first", "bad-args", "second"]]
+    assert not gemini.violations and not gemini.exhausted
