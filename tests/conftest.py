@@ -4,10 +4,13 @@ import os
 import shutil
 import tempfile
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 from desktop_fixtures import *  # noqa: F403
 from gemini_fixtures import *  # noqa: F403
+
+pytest_plugins = ["pytester"]
 
 # Tests check behaviour, never wall-clock time: no per-example deadline (a cold first example
 # on a loaded 2-core CI machine must not fail a property test).
@@ -26,6 +29,14 @@ settings.load_profile("vnc-use")
 # never touch the state of a real user's desktop: point it at a throw-away folder. Set before
 # any test runs, so CLI subprocesses inherit it too.
 os.environ["VNC_USE_DESKTOP_DIR"] = tempfile.mkdtemp(prefix="vnc-use-test-desktop-")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "standin_refusals: the test sends the Gemini stand-in requests the real API refuses, "
+        "on purpose (see refusals_fail_the_test)",
+    )
 
 
 def pytest_sessionfinish() -> None:

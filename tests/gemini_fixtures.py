@@ -13,7 +13,14 @@ from PIL import Image
 from vnc_use.agent import history
 from vnc_use.providers.base import Proposal
 from vnc_use.providers.gemini.planner import GeminiComputerUse
-from vnc_use.testing.gemini_standin import GeminiStandIn, make_png
+from vnc_use.testing.gemini_standin import (
+    STRICT_RULES,
+    GeminiStandIn,
+    Violation,
+    add_violation_listener,
+    make_png,
+    remove_violation_listener,
+)
 
 __all__ = [
     "DUMMY_API_KEY",
@@ -24,6 +31,7 @@ __all__ = [
     "make_jpeg",
     "make_planner",
     "png",
+    "refusals_fail_the_test",
 ]
 
 DUMMY_API_KEY = "AIzaStandInDummyKey-0123456789abcdef"
@@ -101,3 +109,28 @@ def make_planner(gemini: GeminiStandIn) -> Callable[..., GeminiComputerUse]:
 def png() -> bytes:
     """A small valid PNG screenshot."""
     return make_png(16, 10)
+
+
+@pytest.fixture(autouse=True)
+def refusals_fail_the_test(request: pytest.FixtureRequest) -> Iterator[list[Violation]]:
+    """Fail any test in which a stand-in refused a request the real API would refuse.
+
+    Every stand-in of the test process reports here (:data:`STRICT_RULES`: unknown fields,
+    roles, empty parts, function response shapes and ids, body size). The agent must never
+    send such a request, so one is a bug even when the test's own assertions pass. Tests that
+    send bad bodies on purpose carry ``@pytest.mark.standin_refusals``.
+    """
+    seen: list[Violation] = []
+
+    def listener(violation: Violation) -> None:
+        if violation.rule in STRICT_RULES:
+            seen.append(violation)
+
+    add_violation_listener(listener)
+    try:
+        yield seen
+    finally:
+        remove_violation_listener(listener)
+    if seen and request.node.get_closest_marker("standin_refusals") is None:
+        lines = "\n".join(f"  request {v.request_index} [{v.rule}]: {v.message}" for v in seen)
+        pytest.fail(f"the Gemini stand-in refused requests the real API would refuse:\n{lines}")

@@ -20,10 +20,14 @@ from vnc_use.errors import ApiError
 from vnc_use.providers.gemini.planner import DEFAULT_MODEL, GeminiComputerUse
 from vnc_use.testing.gemini_standin import (
     EXHAUSTED_TEXT,
+    MAX_REQUEST_BYTES,
     FunctionCallSpec,
     GeminiStandIn,
     Reply,
+    Violation,
+    add_violation_listener,
     make_png,
+    remove_violation_listener,
     require_confirmation,
 )
 
@@ -517,3 +521,531 @@ def test_model_generation() -> None:
     assert len(ENVIRONMENT_FUNCTIONS["3.5"]["ENVIRONMENT_BROWSER"]) == 20
     assert len(ENVIRONMENT_FUNCTIONS["3.5"]["ENVIRONMENT_DESKTOP"]) == 17
     assert len(ENVIRONMENT_FUNCTIONS["2.5"]["ENVIRONMENT_BROWSER"]) == 13
+
+
+# ------------------------------------------------------------------ what the real API refuses
+
+BAD_REQUEST = "INVALID_ARGUMENT"
+PNG_B64 = _b64(make_png(4, 4))
+
+
+def _refused(status: int, body: dict[str, Any], message: str) -> None:
+    """Status 400 and exactly the API's error body with ``message``."""
+    assert status == 400, body
+    assert body == {"error": {"code": 400, "message": message, "status": BAD_REQUEST}}
+
+
+def _call_turn(*calls: dict[str, Any]) -> dict[str, Any]:
+    return {"role": "model", "parts": [{"functionCall": c} for c in calls]}
+
+
+def _response_turn(*responses: dict[str, Any]) -> dict[str, Any]:
+    return {"role": "user", "parts": [{"functionResponse": r} for r in responses]}
+
+
+def _png_part(png: bytes, spelling: str = "inlineData") -> dict[str, Any]:
+    return {spelling: {"mimeType": "image/png", "data": _b64(png)}}
+
+
+@pytest.mark.standin_refusals
+@pytest.mark.parametrize("role", ["system", "function", "tool", "assistant", "USER", "", None])
+def test_a_role_other_than_user_or_model_is_refused(gemini: GeminiStandIn, role: Any) -> None:
+    gemini.script(Reply.text("never"))
+    content: dict[str, Any] = {"parts": [{"text": "task"}]}
+    if role is not None:
+        content["role"] = role
+    status, body = _post(gemini.base_url + CU_PATH, _request(content))
+    _refused(status, body, "Please use a valid role: user, model.")
+    assert [v.rule for v in gemini.violations] == ["role"]
+    assert gemini.remaining == 1
+
+
+@pytest.mark.standin_refusals
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (
+            {**_request(_user_text()), "foo": 1},
+            'Invalid JSON payload received. Unknown name "foo": Cannot find field.',
+        ),
+        (
+            _request({"role": "user", "parts": [{"text": "task", "foo": "bar"}]}),
+            'Invalid JSON payload received. Unknown name "foo" at '
+            "'contents[0].parts[0]': Cannot find field.",
+        ),
+        (
+            _request({"role": "user", "parts": [{"text": "t"}], "tone": "kind"}),
+            "Invalid JSON payload received. Unknown name \"tone\" at 'contents[0]': "
+            "Cannot find field.",
+        ),
+        (
+            _request(
+                _user_text(),
+                _call_turn({"name": "go_back", "args": {}}),
+                _response_turn({"name": "go_back", "response": {}, "content": "done"}),
+            ),
+            'Invalid JSON payload received. Unknown name "content" at '
+            "'contents[2].parts[0].function_response': Cannot find field.",
+        ),
+        (
+            _request(
+                {
+                    "role": "user",
+                    "parts": [{"inline_data": {"mime_type": "image/png", "data": PNG_B64, "x": 1}}],
+                }
+            ),
+            'Invalid JSON payload received. Unknown name "x" at '
+            "'contents[0].parts[0].inline_data': Cannot find field.",
+        ),
+        (
+            _request(
+                _user_text(),
+                tools=[{"computerUse": {"environment": "ENVIRONMENT_BROWSER", "os": "linux"}}],
+            ),
+            'Invalid JSON payload received. Unknown name "os" at '
+            "'tools[0].computer_use': Cannot find field.",
+        ),
+        (
+            {
+                **_request(_user_text()),
+                "generationConfig": {"thinkingConfig": {"include_thoughts": True, "depth": 3}},
+            },
+            'Invalid JSON payload received. Unknown name "depth" at '
+            "'generation_config.thinking_config': Cannot find field.",
+        ),
+        (
+            _request(
+                _user_text(),
+                tools=[
+                    CU_TOOL,
+                    {
+                        "functionDeclarations": [
+                            {
+                                "name": "lookup",
+                                "parameters": {
+                                    "type": "OBJECT",
+                                    "properties": {
+                                        "q": {"type": "STRING"},
+                                        "kind": {"type": "STRING", "const": "a"},
+                                    },
+                                },
+                            }
+                        ]
+                    },
+                ],
+            ),
+            'Invalid JSON payload received. Unknown name "const" at '
+            "'tools[1].function_declarations[0].parameters.properties[1].value': "
+            "Cannot find field.",
+        ),
+    ],
+)
+def test_unknown_fields_are_refused_at_any_level(
+    gemini: GeminiStandIn, body: dict[str, Any], message: str
+) -> None:
+    gemini.script(Reply.text("never"))
+    status, answer = _post(gemini.base_url + CU_PATH, body)
+    _refused(status, answer, message)
+    assert [v.rule for v in gemini.violations] == ["unknown_field"]
+    assert gemini.remaining == 1
+
+
+@pytest.mark.standin_refusals
+def test_every_unknown_name_is_reported_one_per_line(gemini: GeminiStandIn) -> None:
+    body = {
+        "contents": [{"role": "user", "parts": [{"text": "t", "a": 1}, {"text": "u", "b": 2}]}],
+        "tools": [CU_TOOL],
+        "c": 3,
+    }
+    status, answer = _post(gemini.base_url + CU_PATH, body)
+    _refused(
+        status,
+        answer,
+        "Invalid JSON payload received. Unknown name \"a\" at 'contents[0].parts[0]': "
+        "Cannot find field.\n"
+        "Invalid JSON payload received. Unknown name \"b\" at 'contents[0].parts[1]': "
+        "Cannot find field.\n"
+        'Invalid JSON payload received. Unknown name "c": Cannot find field.',
+    )
+    assert [v.rule for v in gemini.violations] == ["unknown_field"] * 3
+
+
+def test_known_fields_pass_in_both_spellings(gemini: GeminiStandIn) -> None:
+    """camelCase JSON names and snake_case proto names, mixed as the SDK mixes them."""
+    png = make_png(4, 4)
+    gemini.script(Reply.text("ok"), Reply.text("ok"))
+    call = {"id": "c1", "name": "click_at", "args": {"x": 1, "y": 2, "anything": [1]}}
+    camel = {
+        "contents": [
+            {"role": "user", "parts": [{"text": "task"}, _png_part(png)]},
+            {
+                "role": "model",
+                "parts": [
+                    {"text": "thinking", "thought": True},
+                    {"functionCall": call, "thoughtSignature": _b64(b"sig")},
+                ],
+            },
+            _response_turn(
+                {
+                    "id": "c1",
+                    "name": "click_at",
+                    "response": {"url": "", "nested": {"list": [1, "two"]}},
+                    "parts": [_png_part(png)],
+                }
+            ),
+        ],
+        "tools": [
+            {
+                "computerUse": {
+                    "environment": "ENVIRONMENT_BROWSER",
+                    "excludedPredefinedFunctions": ["search"],
+                }
+            },
+            {
+                "functionDeclarations": [
+                    {
+                        "name": "lookup",
+                        "description": "find",
+                        "parametersJsonSchema": {"type": "object", "const": "free-form"},
+                    }
+                ]
+            },
+        ],
+        "toolConfig": {"functionCallingConfig": {"mode": "AUTO"}},
+        "systemInstruction": {"parts": [{"text": "be careful"}]},
+        "safetySettings": [
+            {"category": "HARM_CATEGORY_HARASSMENT", "threshold": "BLOCK_ONLY_HIGH"}
+        ],
+        "generationConfig": {
+            "temperature": 0.5,
+            "maxOutputTokens": 100,
+            "thinkingConfig": {"includeThoughts": True, "thinkingBudget": 128},
+        },
+    }
+    snake = {
+        "contents": [
+            {"role": "user", "parts": [{"text": "task"}, _png_part(png, "inline_data")]},
+            {
+                "role": "model",
+                "parts": [
+                    {"text": "thinking", "thought": True},
+                    {"function_call": call, "thought_signature": _b64(b"sig")},
+                ],
+            },
+            {
+                "role": "user",
+                "parts": [
+                    {
+                        "function_response": {
+                            "id": "c1",
+                            "name": "click_at",
+                            "response": {"url": ""},
+                            "parts": [
+                                {"inline_data": {"mime_type": "image/png", "data": _b64(png)}}
+                            ],
+                        }
+                    }
+                ],
+            },
+        ],
+        "tools": [
+            {
+                "computer_use": {
+                    "environment": "ENVIRONMENT_BROWSER",
+                    "excluded_predefined_functions": ["search"],
+                }
+            }
+        ],
+        "tool_config": {"function_calling_config": {"mode": "AUTO"}},
+        "system_instruction": {"parts": [{"text": "be careful"}]},
+        "generation_config": {
+            "max_output_tokens": 100,
+            "thinking_config": {"include_thoughts": False},
+        },
+    }
+    for body in (camel, snake):
+        status, answer = _post(gemini.base_url + CU_PATH, body)
+        assert status == 200, answer
+    assert not gemini.violations
+
+
+@pytest.mark.standin_refusals
+@pytest.mark.parametrize(
+    ("contents", "message"),
+    [
+        (
+            [_user_text(), {"role": "model", "parts": []}, _user_text()],
+            "* GenerateContentRequest.contents[1].parts: contents.parts must not be empty.\n",
+        ),
+        (
+            [{"role": "user"}],
+            "* GenerateContentRequest.contents[0].parts: contents.parts must not be empty.\n",
+        ),
+        (
+            [{"role": "user", "parts": []}, {"role": "model", "parts": None}, _user_text()],
+            "* GenerateContentRequest.contents[0].parts: contents.parts must not be empty.\n"
+            "* GenerateContentRequest.contents[1].parts: contents.parts must not be empty.\n",
+        ),
+    ],
+)
+def test_a_content_without_parts_is_refused(
+    gemini: GeminiStandIn, contents: list[Any], message: str
+) -> None:
+    gemini.script(Reply.text("never"))
+    status, body = _post(gemini.base_url + CU_PATH, _request(*contents))
+    _refused(status, body, message)
+    assert [v.rule for v in gemini.violations] == ["empty_parts"]
+
+
+@pytest.mark.standin_refusals
+@pytest.mark.parametrize(
+    ("response", "message"),
+    [
+        (
+            "done",
+            "Invalid value at 'contents[2].parts[0].function_response.response' "
+            '(type.googleapis.com/google.protobuf.Struct), "done"',
+        ),
+        (
+            5,
+            "Invalid value at 'contents[2].parts[0].function_response.response' "
+            "(type.googleapis.com/google.protobuf.Struct), 5",
+        ),
+        (
+            [{"url": ""}],
+            'Invalid JSON payload received. Unknown name "response" at '
+            "'contents[2].parts[0].function_response': Proto field is not repeating, "
+            "cannot start list.",
+        ),
+    ],
+)
+def test_a_function_response_that_is_not_an_object_is_refused(
+    gemini: GeminiStandIn, response: Any, message: str
+) -> None:
+    gemini.script(Reply.text("never"))
+    body = _request(
+        _user_text(),
+        _call_turn({"name": "go_back", "args": {}}),
+        _response_turn({"name": "go_back", "response": response}),
+    )
+    status, answer = _post(gemini.base_url + CU_PATH, body)
+    _refused(status, answer, message)
+    assert [v.rule for v in gemini.violations] == ["function_response_value"]
+
+
+@pytest.mark.standin_refusals
+@pytest.mark.parametrize(
+    ("call_id", "response_id"), [("c1", "c2"), ("c1", None), (None, "c1"), ("c1", "")]
+)
+def test_function_response_ids_must_match_their_calls(
+    gemini: GeminiStandIn, call_id: str | None, response_id: str | None
+) -> None:
+    gemini.script(Reply.text("never"), Reply.text("ok"))
+    call: dict[str, Any] = {"name": "go_back", "args": {}}
+    resp: dict[str, Any] = {"name": "go_back", "response": {"url": ""}}
+    if call_id is not None:
+        call["id"] = call_id
+    if response_id is not None:
+        resp["id"] = response_id
+    body = _request(_user_text(), _call_turn(call), _response_turn(resp))
+    status, answer = _post(gemini.base_url + CU_PATH, body)
+    _refused(
+        status,
+        answer,
+        f"contents[2]: function response 0 ('go_back') has id {response_id!r}, but the "
+        f"function call it answers in contents[1] has id {call_id!r}; a function response "
+        f"must carry the id of its call.",
+    )
+    assert [v.rule for v in gemini.violations] == ["function_response_id"]
+    # the same history with the call's id is served
+    body = _request(_user_text(), _call_turn(call), _response_turn({**resp, "id": call_id}))
+    status, answer = _post(gemini.base_url + CU_PATH, body)
+    assert status == 200, answer
+
+
+def test_parallel_calls_are_answered_by_id_in_order(gemini: GeminiStandIn) -> None:
+    gemini.script(Reply.text("ok"))
+    body = _request(
+        _user_text(),
+        _call_turn(
+            {"id": "a", "name": "go_back", "args": {}}, {"id": "b", "name": "go_back", "args": {}}
+        ),
+        _response_turn(
+            {"id": "a", "name": "go_back", "response": {}},
+            {"id": "b", "name": "go_back", "response": {}},
+        ),
+    )
+    status, answer = _post(gemini.base_url + CU_PATH, body)
+    assert status == 200, answer
+
+
+@pytest.mark.standin_refusals
+def test_function_response_parts_hold_images_only(gemini: GeminiStandIn) -> None:
+    gemini.script(Reply.text("never"))
+    png = make_png(4, 4)
+
+    def history(*fr_parts: dict[str, Any]) -> dict[str, Any]:
+        fr = {"name": "go_back", "response": {"url": ""}, "parts": list(fr_parts)}
+        return _request(
+            _user_text(), _call_turn({"name": "go_back", "args": {}}), _response_turn(fr)
+        )
+
+    # a text part: the parser knows no such field
+    status, body = _post(gemini.base_url + CU_PATH, history(_png_part(png), {"text": "extra"}))
+    _refused(
+        status,
+        body,
+        'Invalid JSON payload received. Unknown name "text" at '
+        "'contents[2].parts[0].function_response.parts[1]': Cannot find field.",
+    )
+    assert [v.rule for v in gemini.violations] == ["unknown_field", "function_response_parts"]
+    # inline data that is not an image
+    gemini.violations.clear()
+    text_blob = {"inlineData": {"mimeType": "text/plain", "data": _b64(b"hello")}}
+    status, body = _post(gemini.base_url + CU_PATH, history(_png_part(png), text_blob))
+    _refused(
+        status,
+        body,
+        "contents[2].parts[0].function_response.parts[1] holds inline data of type "
+        "'text/plain': the parts of a function response may hold inline images only.",
+    )
+    assert [v.rule for v in gemini.violations] == ["function_response_parts"]
+    # an empty part
+    gemini.violations.clear()
+    status, body = _post(gemini.base_url + CU_PATH, history({}))
+    _refused(
+        status,
+        body,
+        "contents[2].parts[0].function_response.parts[0] holds no image: the parts of a "
+        "function response may hold inline images only.",
+    )
+    assert gemini.remaining == 1
+
+
+@pytest.mark.standin_refusals
+def test_a_body_over_the_inline_limit_is_refused(gemini: GeminiStandIn) -> None:
+    gemini.script(Reply.text("fits"))
+    assert MAX_REQUEST_BYTES == 20 * 1024 * 1024
+    frame = json.dumps(_request({"role": "user", "parts": [{"text": ""}]})).encode()
+    pad = MAX_REQUEST_BYTES - len(frame)
+    at_limit = json.dumps(_request({"role": "user", "parts": [{"text": "x" * pad}]})).encode()
+    assert len(at_limit) == MAX_REQUEST_BYTES
+    status, body = _post(gemini.base_url + CU_PATH, at_limit)
+    assert status == 200, body
+    over = json.dumps(_request({"role": "user", "parts": [{"text": "x" * (pad + 1)}]})).encode()
+    status, body = _post(gemini.base_url + CU_PATH, over)
+    _refused(status, body, "Request payload size exceeds the limit: 20971520 bytes.")
+    assert [v.rule for v in gemini.violations] == ["request_size"]
+    assert gemini.last_request.body is None  # not parsed
+
+
+@pytest.mark.standin_refusals
+def test_the_limit_can_be_set() -> None:
+    with GeminiStandIn([Reply.text("ok")], max_request_bytes=1000) as api:
+        status, body = _post(api.base_url + CU_PATH, _request(_user_text("x" * 1000)))
+        _refused(status, body, "Request payload size exceeds the limit: 1000 bytes.")
+
+
+@pytest.mark.standin_refusals
+def test_refusals_reach_the_listeners(gemini: GeminiStandIn) -> None:
+    seen: list[Violation] = []
+    add_violation_listener(seen.append)
+    try:
+        _post(gemini.base_url + CU_PATH, _request({"role": "system", "parts": [{"text": "x"}]}))
+    finally:
+        remove_violation_listener(seen.append)
+    assert [v.rule for v in seen] == ["role"]
+
+
+@pytest.mark.standin_refusals  # the inner run's refusal reaches this test's listener too
+def test_a_refusal_fails_a_test_not_marked_for_it(pytester: pytest.Pytester) -> None:
+    """The autouse fixture turns a refusal the test did not ask for into a failure."""
+    pytester.makeconftest(
+        "from gemini_fixtures import *  # noqa: F403\n"
+        "def pytest_configure(config):\n"
+        "    config.addinivalue_line('markers', 'standin_refusals: on purpose')\n"
+    )
+    pytester.syspathinsert(str(Path(__file__).parent))
+    pytester.makepyfile(
+        """
+        import json, urllib.request, urllib.error
+        import pytest
+
+        def post(api):
+            body = {"contents": [{"role": "system", "parts": [{"text": "x"}]}]}
+            req = urllib.request.Request(
+                api.base_url + "/v1beta/models/m:generateContent",
+                data=json.dumps(body).encode(),
+                headers={"x-goog-api-key": "k", "Content-Type": "application/json"},
+            )
+            try:
+                urllib.request.urlopen(req, timeout=10)
+            except urllib.error.HTTPError as err:
+                return err.code
+
+        def test_unmarked(gemini):
+            assert post(gemini) == 400
+
+        @pytest.mark.standin_refusals
+        def test_marked(gemini):
+            assert post(gemini) == 400
+        """
+    )
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines(
+        ["*the Gemini stand-in refused requests the real API would refuse*", "*[[]role[]]*"]
+    )
+
+
+def test_command_line_reports_refusals_on_stderr(tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"text": "bye"}]))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "vnc_use.testing.gemini_standin", "--script", str(script)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        base_url = proc.stdout.readline().strip()
+        status, _ = _post(base_url + CU_PATH, _request({"role": "tool", "parts": [{"text": "x"}]}))
+        assert status == 400
+        assert proc.stderr.readline().strip() == (
+            "stand-in refused request 0 [role]: Please use a valid role: user, model."
+        )
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@pytest.mark.desktop
+def test_the_agent_answers_each_call_with_its_id(
+    probe: Any, gemini: GeminiStandIn, tmp_path: Path
+) -> None:
+    """Through the real SDK and a real desktop: ids come back on every response, in every
+    later request's history too, for executed calls and for calls answered with an error."""
+    from vnc_use import VncUseAgent
+
+    gemini.script(
+        Reply.calls(
+            FunctionCallSpec("hover_at", x=500, y=500, call_id="first"),
+            FunctionCallSpec("click_at", x=5000, y=1, call_id="bad-args"),  # off the grid
+        ),
+        Reply.calls(FunctionCallSpec("hover_at", x=400, y=400, call_id="second")),
+        Reply.text("done"),
+    )
+    with VncUseAgent(
+        vnc_server=probe.desktop.server,
+        vnc_password=probe.desktop.password,
+        runs_dir=tmp_path / "runs",
+        planner=GeminiComputerUse(retry_initial_delay=0.01, retry_max_delay=0.05),
+        hitl_mode=False,
+    ) as agent:
+        result = agent.run(task="Hover twice")
+    assert result.status == "done", result.error
+    assert [t["result"] for t in result.transcript] == ["ok", "error", "ok"]
+    ids = [[r["id"] for r in req.function_responses()] for req in gemini.requests]
+    assert ids == [[], ["first", "bad-args"], ["first", "bad-args", "second"]]
+    assert not gemini.violations and not gemini.exhausted

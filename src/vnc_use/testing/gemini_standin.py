@@ -28,7 +28,24 @@ Computer Use contract like the real service, answering an error when it is broke
    call ... is missing a ``thought_signature``" / "Corrupted thought signature"; rule
    ``thought_signature``). Replies to Gemini 3 models get a signature on their first function
    call part when the script gives none (like the real models; ``sign_calls=False`` turns
-   that off).
+   that off);
+8. the body is at most ``max_request_bytes`` (default :data:`MAX_REQUEST_BYTES`, 20 MiB):
+   "Request payload size exceeds the limit: 20971520 bytes." (rule ``request_size``);
+9. the body parses like the API's protocol buffers (:mod:`vnc_use.testing.gemini_schema`):
+   an unknown name at any level, a list where one value belongs, or a value of the wrong kind
+   (a ``functionResponse.response`` that is not a JSON object among them) is refused with the
+   parser's words, all of them in one message (rules ``unknown_field``, ``field_value``,
+   ``function_response_value``);
+10. every content of ``contents`` has the role ``user`` or ``model`` ("Please use a valid role:
+    user, model.", rule ``role``) and at least one part ("* GenerateContentRequest.contents[i]
+    .parts: contents.parts must not be empty.", rule ``empty_parts``);
+11. a function response's ``parts`` hold inline images only (rule ``function_response_parts``);
+12. a function response carries the ``id`` of the call it answers (both absent is fine; rule
+    ``function_response_id``).
+
+Rules 8-12 (:data:`STRICT_RULES`) take the real API's wording as reported from the live service
+in public issue threads, except rules 11 and 12, whose wording is the stand-in's own (Google
+does not document one).
 
 Rule 6's exact wording and the check of excluded names are the stand-in's own (the names and
 environments are Google's documented ones; whether the real service rejects a foreign name is
@@ -45,6 +62,9 @@ Python use::
         ...  # GOOGLE_GEMINI_BASE_URL points at api.base_url meanwhile
         assert not api.violations and not api.exhausted
 
+Every violation of every stand-in in the process also goes to the callables registered with
+:func:`add_violation_listener` (the test suite fails a test on a refusal it did not ask for).
+
 The script may also be a callable ``(request_json, index) -> dict | Reply`` (``index`` counts
 the requests that reached the script, from 0); a dict is served verbatim as the body.
 When a list script runs out, the stand-in answers the text ``"(stand-in script exhausted)"``
@@ -54,7 +74,8 @@ Command line (for people)::
 
     python -m vnc_use.testing.gemini_standin --script script.json [--port N]
 
-prints the base URL and serves until interrupted. ``script.json`` is a JSON list; each item is
+prints the base URL and serves until interrupted; every refused request is reported on
+stderr. ``script.json`` is a JSON list; each item is
 one reply, one of::
 
     {"calls": [{"name": "click_at", "args": {"x": 500, "y": 300},
@@ -79,6 +100,7 @@ import json
 import logging
 import os
 import re
+import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -89,17 +111,23 @@ from urllib.parse import parse_qs, urlsplit
 
 from PIL import Image
 
+from vnc_use.testing.gemini_schema import schema_problems
+
 __all__ = [
     "ENVIRONMENT_FUNCTIONS",
     "EXHAUSTED_TEXT",
+    "MAX_REQUEST_BYTES",
+    "STRICT_RULES",
     "FunctionCallSpec",
     "GeminiStandIn",
     "RecordedRequest",
     "Reply",
     "ScriptItem",
     "Violation",
+    "add_violation_listener",
     "make_png",
     "model_generation",
+    "remove_violation_listener",
     "require_confirmation",
 ]
 
@@ -109,6 +137,27 @@ EXHAUSTED_TEXT = "(stand-in script exhausted)"
 """The text answered once a list script has no items left."""
 
 BASE_URL_ENV = "GOOGLE_GEMINI_BASE_URL"
+
+MAX_REQUEST_BYTES = 20 * 1024 * 1024
+"""The largest request body served (20 MiB): Google's long-documented 20 MB total request size
+for inline data, answered like the API front end with "Request payload size exceeds the
+limit: 20971520 bytes." (Google raised the inline limit to 100 MB in January 2026; the
+stand-in keeps the stricter figure, set ``max_request_bytes`` to change it.)"""
+
+STRICT_RULES = (
+    "request_size",
+    "unknown_field",
+    "field_value",
+    "function_response_value",
+    "role",
+    "empty_parts",
+    "function_response_parts",
+    "function_response_id",
+)
+"""The rules that refuse request shapes the real API refuses (rules 8-12 of the module doc)."""
+
+_PARSE_RULES = ("unknown_field", "field_value", "function_response_value")
+_ROLE_MESSAGE = "Please use a valid role: user, model."
 
 _STATUS_NAMES = {
     400: "INVALID_ARGUMENT",
@@ -260,6 +309,13 @@ def _b64decode(data: Any) -> bytes | None:
         return None
 
 
+def _as_list(value: Any) -> list[Any]:
+    """A repeated field's items: the API reads a single value as a one-item list."""
+    if value is None:
+        return []
+    return list(value) if isinstance(value, list) else [value]
+
+
 def _pick(obj: Any, *keys: str) -> Any:
     """The value under the first key present in ``obj`` (camelCase and snake_case spellings)."""
     if not isinstance(obj, Mapping):
@@ -316,7 +372,7 @@ def _norm_part(part: Any) -> dict[str, Any]:
     fr = _pick(part, "functionResponse", "function_response")
     if isinstance(fr, Mapping):
         fr_parts = []
-        for p in fr.get("parts") or []:
+        for p in _as_list(fr.get("parts")):
             b = _norm_blob(_pick(p, "inlineData", "inline_data"))
             fr_parts.append({"inlineData": b} if b is not None else {})
         out["functionResponse"] = {
@@ -330,15 +386,13 @@ def _norm_part(part: Any) -> dict[str, Any]:
 
 def normalize_contents(body: Any) -> list[dict[str, Any]]:
     """``body["contents"]`` as ``[{"role", "parts": [normalised part, ...]}, ...]``."""
-    contents = _pick(body, "contents")
-    if not isinstance(contents, list):
-        return []
     return [
         {
             "role": _pick(c, "role") or "user",
-            "parts": [_norm_part(p) for p in (_pick(c, "parts") or [])],
+            "parts": [_norm_part(p) for p in _as_list(_pick(c, "parts"))],
         }
-        for c in contents
+        for c in _as_list(_pick(body, "contents"))
+        if isinstance(c, Mapping)
     ]
 
 
@@ -514,6 +568,19 @@ class Violation:
     message: str
 
 
+_violation_listeners: list[Callable[[Violation], None]] = []
+
+
+def add_violation_listener(listener: Callable[[Violation], None]) -> None:
+    """Call ``listener`` with every violation any stand-in of this process records."""
+    _violation_listeners.append(listener)
+
+
+def remove_violation_listener(listener: Callable[[Violation], None]) -> None:
+    """Stop calling ``listener`` (see :func:`add_violation_listener`)."""
+    _violation_listeners.remove(listener)
+
+
 @dataclass
 class RecordedRequest:
     """One request as received, and what the stand-in answered."""
@@ -614,12 +681,14 @@ def check_contract(
     if not isinstance(body, Mapping):
         problems.append((400, "body", "Request body must be a JSON object."))
         return problems
+    problems.extend((400, rule, msg) for rule, msg in schema_problems(body))
+    problems.extend((400, rule, msg) for rule, msg in _content_problems(body))
     contents = normalize_contents(body)
     if not contents:
         problems.append(
             (400, "contents", "* GenerateContentRequest.contents: contents is not specified")
         )
-    tools = _pick(body, "tools") or []
+    tools = _as_list(_pick(body, "tools"))
     has_cu = any(isinstance(_pick(t, "computerUse", "computer_use"), Mapping) for t in tools)
     if model and "computer-use" in model and not has_cu:
         problems.append((400, "computer_use_tool", _CU_TOOL_MESSAGE))
@@ -629,6 +698,38 @@ def check_contract(
     return problems
 
 
+def _content_problems(body: Mapping[str, Any]) -> Iterable[tuple[str, str]]:
+    """Rules 10 and 11: roles, non-empty parts, image-only function response parts."""
+    raw = [c for c in _as_list(_pick(body, "contents")) if isinstance(c, Mapping)]
+    if any(c.get("role") not in ("user", "model") for c in raw):
+        yield ("role", _ROLE_MESSAGE)
+    empty = [i for i, c in enumerate(raw) if not _as_list(_pick(c, "parts"))]
+    if empty:
+        yield (
+            "empty_parts",
+            "".join(
+                f"* GenerateContentRequest.contents[{i}].parts: contents.parts must not be empty.\n"
+                for i in empty
+            ),
+        )
+    for ci, content in enumerate(raw):
+        for pi, part in enumerate(_as_list(_pick(content, "parts"))):
+            fr = _pick(part, "functionResponse", "function_response")
+            if not isinstance(fr, Mapping):
+                continue
+            for k, fr_part in enumerate(_as_list(fr.get("parts"))):
+                blob = _pick(fr_part, "inlineData", "inline_data")
+                mime = _pick(blob, "mimeType", "mime_type")
+                if isinstance(blob, Mapping) and str(mime or "").startswith("image/"):
+                    continue
+                what = f"inline data of type {mime!r}" if isinstance(blob, Mapping) else "no image"
+                yield (
+                    "function_response_parts",
+                    f"contents[{ci}].parts[{pi}].function_response.parts[{k}] holds {what}: "
+                    f"the parts of a function response may hold inline images only.",
+                )
+
+
 def _tool_problems(tools: Any, model: str | None) -> Iterable[tuple[str, str]]:
     """Rule 6: the computerUse tool fits the model's generation and environment."""
     generation = model_generation(model)
@@ -636,7 +737,7 @@ def _tool_problems(tools: Any, model: str | None) -> Iterable[tuple[str, str]]:
         return
     found = [
         (i, cu)
-        for i, t in enumerate(tools if isinstance(tools, list) else [])
+        for i, t in enumerate(_as_list(tools))
         if isinstance(cu := _pick(t, "computerUse", "computer_use"), Mapping)
     ]
     if not found:
@@ -665,7 +766,7 @@ def _tool_problems(tools: Any, model: str | None) -> Iterable[tuple[str, str]]:
             f"Gemini 3.5 Flash or later; use ENVIRONMENT_BROWSER.",
         )
         return
-    excluded = _pick(cu, "excludedPredefinedFunctions", "excluded_predefined_functions") or []
+    excluded = _as_list(_pick(cu, "excludedPredefinedFunctions", "excluded_predefined_functions"))
     foreign = [n for n in excluded if n not in allowed]
     if foreign:
         yield (
@@ -687,7 +788,9 @@ def _image_problems(contents: list[dict[str, Any]]) -> Iterable[tuple[str, str]]
                     for p in fr["parts"]
                 ]
             for what, blob in blobs:
-                if blob is None:
+                if blob is None or (
+                    what != "inline image" and not str(blob["mimeType"] or "").startswith("image/")
+                ):
                     continue
                 where = f"contents[{ci}].parts[{pi}] {what}"
                 if blob["mimeType"] != "image/png":
@@ -735,7 +838,14 @@ def _pairing_problems(contents: list[dict[str, Any]]) -> Iterable[tuple[str, str
                 f"order, got {got_names}.",
             )
             continue
-        for call, resp in zip(calls, got, strict=True):
+        for k, (call, resp) in enumerate(zip(calls, got, strict=True)):
+            if (call["id"] or None) != (resp["id"] or None):
+                yield (
+                    "function_response_id",
+                    f"contents[{ci + 1}]: function response {k} ({resp['name']!r}) has id "
+                    f"{resp['id']!r}, but the function call it answers in contents[{ci}] has id "
+                    f"{call['id']!r}; a function response must carry the id of its call.",
+                )
             decision = (
                 call["args"].get("safety_decision") if isinstance(call["args"], Mapping) else None
             )
@@ -842,8 +952,11 @@ class GeminiStandIn:
         host: str = "127.0.0.1",
         expected_api_key: str | None = None,
         sign_calls: bool | None = None,
+        max_request_bytes: int = MAX_REQUEST_BYTES,
     ) -> None:
         self.host = host
+        self.max_request_bytes = max_request_bytes
+        """Bodies larger than this are refused (rule 8)."""
         self.port = port
         self.expected_api_key = expected_api_key
         self.sign_calls = sign_calls
@@ -974,8 +1087,9 @@ class GeminiStandIn:
     ) -> tuple[int, dict[str, Any]]:
         split = urlsplit(raw_path)
         lower_headers = {k.lower(): v for k, v in headers.items()}
+        too_large = len(raw) > self.max_request_bytes
         try:
-            body: Any = json.loads(raw) if raw else None
+            body: Any = json.loads(raw) if raw and not too_large else None
             bad_json = False
         except ValueError:
             body, bad_json = None, True
@@ -989,6 +1103,20 @@ class GeminiStandIn:
                 body=body,
             )
             self.requests.append(rec)
+            if too_large and _PATH_RE.match(rec.path) and method == "POST":
+                status, answer = self._refuse(
+                    rec,
+                    [
+                        (
+                            400,
+                            "request_size",
+                            f"Request payload size exceeds the limit: "
+                            f"{self.max_request_bytes} bytes.",
+                        )
+                    ],
+                )
+                rec.status = status
+                return status, answer
             status, answer = self._answer(rec, bad_json)
             rec.status = status
             return status, answer
@@ -1008,13 +1136,7 @@ class GeminiStandIn:
         if model_generation(rec.model) in ("3", "3.5"):
             problems += [(400, r, m) for r, m in self._signature_problems(rec.contents())]
         if problems:
-            for _, rule, message in problems:
-                violation = Violation(rec.index, rule, message)
-                rec.violations.append(violation)
-                self.violations.append(violation)
-                logger.info("stand-in contract violation (%s): %s", rule, message)
-            status, _, message = problems[0]
-            return self._error(status, message)
+            return self._refuse(rec, problems)
         reply = self._next_reply(rec)
         body = dict(reply.body)
         sign = self.sign_calls
@@ -1035,6 +1157,25 @@ class GeminiStandIn:
             body.setdefault("modelVersion", rec.model)
             body.setdefault("responseId", f"standin-{rec.index}")
         return reply.status, body
+
+    def _refuse(
+        self, rec: RecordedRequest, problems: Sequence[tuple[int, str, str]]
+    ) -> tuple[int, dict[str, Any]]:
+        """Record every problem as a violation; answer the first one's error.
+
+        Parser problems (rule 9) are answered together, one per line, as the API does.
+        """
+        for _, rule, message in problems:
+            violation = Violation(rec.index, rule, message)
+            rec.violations.append(violation)
+            self.violations.append(violation)
+            logger.info("stand-in contract violation (%s): %s", rule, message)
+            for listener in list(_violation_listeners):
+                listener(violation)
+        status, rule, message = problems[0]
+        if rule in _PARSE_RULES:
+            message = "\n".join(m for _, r, m in problems if r in _PARSE_RULES)
+        return self._error(status, message)
 
     def _next_reply(self, rec: RecordedRequest) -> Reply:
         index = self._served
@@ -1097,6 +1238,15 @@ class GeminiStandIn:
         return reply.status, reply.body
 
 
+def _print_violation(violation: Violation) -> None:
+    print(
+        f"stand-in refused request {violation.request_index} [{violation.rule}]: "
+        f"{violation.message}",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry: serve a JSON script until interrupted."""
     parser = argparse.ArgumentParser(description="Serve a scripted Gemini API on 127.0.0.1.")
@@ -1107,7 +1257,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         items = json.load(fh)
     if not isinstance(items, list):
         parser.error("the script must be a JSON list")
-    standin = GeminiStandIn([Reply.from_json(i) for i in items], port=args.port).start()
+    standin = GeminiStandIn([Reply.from_json(i) for i in items], port=args.port)
+    add_violation_listener(_print_violation)
+    standin.start()
     print(standin.base_url, flush=True)
     try:
         threading.Event().wait()
