@@ -1,7 +1,8 @@
 """The one grid-to-pixel mapping: every action with points lands on the same pixels everywhere.
 
-For every action of both tables that has a place on the screen, on a screen whose size is not
-round, the approval prompt, the progress line, the report's markers (for an executed, a
+For every action of both tables that has a place on the screen, in every spelling of its
+arguments (Gemini 3.5's ``drag_and_drop`` and ``scroll`` have two), on a screen whose size is
+not round, the approval prompt, the progress line, the report's markers (for an executed, a
 pending and a denied call) and the input the executor really sends agree, and match the
 mapping written out here by hand: ``round(grid / 1000 * size)``.
 """
@@ -22,6 +23,7 @@ from vnc_use.actions import (
     ActionSpec,
     ActionTable,
     Points,
+    Spelling,
     ValidatedAction,
     call_pixels,
     pixel_targets,
@@ -56,10 +58,11 @@ SAMPLE: dict[str, Any] = {
 }
 
 WITH_POINTS = [
-    pytest.param(table, spec, id=f"{table.family}:{spec.name}")
+    pytest.param(table, spec, spelling, id=f"{table.family}:{spec.name}:{n}")
     for table in TABLES
     for spec in table.specs.values()
-    if spec.points != Points()
+    for n, spelling in enumerate(spec.spellings)
+    if spelling.points != Points()
 ]
 
 
@@ -75,16 +78,16 @@ def sent_points(events: list[dict[str, Any]]) -> dict[str, int]:
     return {k: pointer[k] for k in keys if k in pointer}
 
 
-def args_for(spec: ActionSpec[Any]) -> dict[str, Any]:
-    return {name: SAMPLE[name] for name in spec.args_model.model_fields}
+def args_for(spelling: Spelling) -> dict[str, Any]:
+    return {name: SAMPLE[name] for name in spelling.args_model.model_fields}
 
 
-def expected_points(spec: ActionSpec[Any], args: dict[str, Any]) -> dict[str, int]:
+def expected_points(points: Points, args: dict[str, Any]) -> dict[str, int]:
     out: dict[str, int] = {}
-    if spec.points.at:
-        out["x"], out["y"] = by_hand(*(args[a] for a in spec.points.at))
-    if spec.points.to:
-        out["destination_x"], out["destination_y"] = by_hand(*(args[a] for a in spec.points.to))
+    if points.at:
+        out["x"], out["y"] = by_hand(*(args[a] for a in points.at))
+    if points.to:
+        out["destination_x"], out["destination_y"] = by_hand(*(args[a] for a in points.to))
     return out
 
 
@@ -128,14 +131,15 @@ def report_steps(
     return load_run(folder.path).items
 
 
-@pytest.mark.parametrize(("table", "spec"), WITH_POINTS)
+@pytest.mark.parametrize(("table", "spec", "spelling"), WITH_POINTS)
 def test_approval_report_progress_and_executor_agree(
-    table: ActionTable, spec: ActionSpec[Any], tmp_path: Path
+    table: ActionTable, spec: ActionSpec[Any], spelling: Spelling, tmp_path: Path
 ) -> None:
-    args = args_for(spec)
+    args = args_for(spelling)
     action = table.validate(spec.name, args)
     assert isinstance(action, ValidatedAction), action
-    expected = expected_points(spec, args)
+    assert spec.spelling_of(action.args) == spelling
+    expected = expected_points(spelling.points, args)
     assert expected  # every action here has a place on the screen
 
     desktop = FakeDesktop(WIDTH, HEIGHT)
@@ -155,7 +159,7 @@ def test_approval_report_progress_and_executor_agree(
         ends.append((expected["destination_x"], expected["destination_y"]))
     assert "-> px " + " to ".join(f"({x}, {y})" for x, y in ends) in line
 
-    distance = spec.points.distance
+    distance = spelling.points.distance
     if distance is not None:  # a scroll: its distance in pixels, reported as sent
         (scroll,) = [e for e in desktop.events if e["kind"] in ("scroll", "scroll_at")]
         value = args[distance.arg]
@@ -169,7 +173,12 @@ def test_approval_report_progress_and_executor_agree(
     assert kinds == {"action": expected, "denied": expected, "pending": expected}
 
 
-ALL_POINTS = [spec.points for table in TABLES for spec in table.specs.values()]
+ALL_POINTS = [
+    spelling.points
+    for table in TABLES
+    for spec in table.specs.values()
+    for spelling in spec.spellings
+]
 grid = st.integers(min_value=0, max_value=999)
 side = st.integers(min_value=1, max_value=20_000)
 

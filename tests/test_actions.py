@@ -14,7 +14,9 @@ from vnc_use.actions import (
     GEMINI_35_TABLE,
     PREDEFINED_FUNCTIONS,
     ActionError,
+    IntentDragToDestinationArgs,
     IntentScrollArgs,
+    IntentScrollGridArgs,
     ScrollAtArgs,
     TypeArgs,
     TypeTextAtArgs,
@@ -312,8 +314,14 @@ def test_35_defaults_follow_googles_table() -> None:
             "magnitude_in_pixels",
         ),
         ("drag_and_drop", {"start_x": 1, "start_y": 2, "end_x": 3, "intent": "i"}, "end_y"),
-        # a 2.5-style call to a 3.5 name: the message names the 3.5 arguments
+        # the reference agent's spelling still needs an intent; the message names both
         ("drag_and_drop", {"x": 1, "y": 2, "destination_x": 3, "destination_y": 4}, "start_x"),
+        ("drag_and_drop", {"x": 1, "y": 2, "destination_x": 3, "intent": "i"}, "destination_y"),
+        (
+            "scroll",
+            {"x": 1, "y": 2, "direction": "down", "magnitude": 1000, "intent": "i"},
+            "magnitude: Input should be less than or equal to 999",
+        ),
         ("type", {"intent": "i"}, "text: missing"),
     ],
 )
@@ -323,6 +331,93 @@ def test_bad_35_args_give_an_error_value(name: str, args: dict[str, Any], expect
     assert result.kind == "invalid_args"
     assert expected in result.message
     assert f"Expected {name}(intent: str" in result.message
+
+
+# Google's docs and Google's reference agent spell two 3.5 actions differently; both are
+# accepted, each with its own units, and a call may not mix them.
+OTHER_SPELLINGS_35: dict[str, tuple[dict[str, Any], type[Any]]] = {
+    "drag_and_drop": (
+        {"x": 1, "y": 2, "destination_x": 3, "destination_y": 4, "intent": "move the file"},
+        IntentDragToDestinationArgs,
+    ),
+    "scroll": (
+        {"x": 500, "y": 500, "direction": "down", "magnitude": 700, "intent": "see more"},
+        IntentScrollGridArgs,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OTHER_SPELLINGS_35))
+def test_35_accepts_the_reference_agents_spelling_too(name: str) -> None:
+    args, model = OTHER_SPELLINGS_35[name]
+    for table in (GEMINI_35_TABLE, GEMINI_35_DESKTOP_TABLE):
+        result = table.validate(name, args)
+        assert isinstance(result, ValidatedAction), result
+        assert isinstance(result.args, model)
+        assert result.args.model_dump() == args
+        assert result.spec.spelling_of(result.args).args_model is model
+    documented = GEMINI_35_TABLE.validate(name, GOOD_ARGS_35[name])
+    assert isinstance(documented, ValidatedAction)
+    assert type(documented.args) is GEMINI_35_TABLE.spec(name).args_model
+
+
+def test_35_scroll_without_a_distance_is_the_documented_spelling() -> None:
+    scroll = GEMINI_35_TABLE.validate("scroll", {"x": 1, "y": 2, "direction": "up", "intent": "i"})
+    assert isinstance(scroll, ValidatedAction) and isinstance(scroll.args, IntentScrollArgs)
+    assert scroll.args.magnitude_in_pixels == 300
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "mixed"),
+    [
+        (
+            "drag_and_drop",
+            {"start_x": 1, "start_y": 2, "destination_x": 3, "destination_y": 4, "intent": "i"},
+            "(start_x, start_y with destination_x, destination_y)",
+        ),
+        (
+            "drag_and_drop",
+            {"x": 1, "y": 2, "end_x": 3, "end_y": 4, "intent": "i"},
+            "(end_x, end_y with x, y)",
+        ),
+        (
+            "drag_and_drop",
+            {"start_x": 1, "start_y": 2, "end_x": 3, "end_y": 4, "x": 5, "intent": "i"},
+            "(start_x, start_y, end_x, end_y with x)",
+        ),
+        (
+            "scroll",
+            {"x": 1, "y": 2, "direction": "up", "magnitude": 5, "magnitude_in_pixels": 5},
+            "(magnitude_in_pixels with magnitude)",
+        ),
+    ],
+)
+def test_35_call_mixing_the_two_spellings_is_refused(
+    name: str, args: dict[str, Any], mixed: str
+) -> None:
+    result = GEMINI_35_TABLE.validate(name, args)
+    assert isinstance(result, ActionError)
+    assert result.kind == "invalid_args"
+    assert f"Invalid arguments for {name}: mixes two spellings {mixed}; use one of them." in (
+        result.message
+    )
+    # the message names both spellings in full
+    spec = GEMINI_35_TABLE.spec(name)
+    documented, reference = (s.signature(name) for s in spec.spellings)
+    assert f"Expected {documented} or {reference}." in result.message
+
+
+def test_35_signatures_of_both_spellings() -> None:
+    assert GEMINI_35_TABLE.spec("drag_and_drop").signature() == (
+        "drag_and_drop(intent: str, start_x: int 0-999, start_y: int 0-999, end_x: int 0-999, "
+        "end_y: int 0-999) or drag_and_drop(intent: str, x: int 0-999, y: int 0-999, "
+        "destination_x: int 0-999, destination_y: int 0-999)"
+    )
+    assert GEMINI_35_TABLE.spec("scroll").signature() == (
+        "scroll(intent: str, x: int 0-999, y: int 0-999, direction: up|down|left|right, "
+        "magnitude_in_pixels: int 0-999 = 300) or scroll(intent: str, x: int 0-999, "
+        "y: int 0-999, direction: up|down|left|right, magnitude: int 0-999)"
+    )
 
 
 def test_desktop_table_refuses_browser_navigation_as_unknown() -> None:
@@ -348,6 +443,7 @@ def test_without_refuses_unknown_names() -> None:
             [
                 *("x", "y", "text", "direction", "magnitude_in_pixels", "keys", "key"),
                 *("intent", "seconds", "start_x", "end_y", "url", "safety_decision"),
+                *("magnitude", "destination_x", "destination_y"),
             ]
         ),
         _json,

@@ -2,8 +2,8 @@
 
 Scripted runs through the real google-genai SDK against the stand-in, on a real TigerVNC
 desktop whose probe app records every event that arrives: each intent-bearing action of the
-3.5 family, the browser-only exclusions, and thought signatures surviving checkpoints,
-approvals from a new agent and resumes from a new agent.
+3.5 family (both spellings of its drag and scroll), the browser-only exclusions, and thought
+signatures surviving checkpoints, approvals from a new agent and resumes from a new agent.
 """
 
 from __future__ import annotations
@@ -201,6 +201,107 @@ def test_pointer_actions_of_gemini_35(
         "Paste the selection",
     ]
     assert all(ev["args"]["intent"] for ev in actions)
+    assert_desktop_requests(gemini)
+
+
+def test_drag_and_scroll_in_the_reference_agents_spelling(
+    probe: Probe, gemini: GeminiStandIn, agents: Callable[..., VncUseAgent]
+) -> None:
+    """``drag_and_drop(x, y, destination_x, destination_y)`` and ``scroll(..., magnitude)``,
+    as Google's reference agent reads them: the drag lands where the documented spelling's
+    would, and ``magnitude`` is on the grid, scaled by the screen like 2.5's ``scroll_at``."""
+    g, h, s, k = (900, 650), (1200, 700), (1000, 400), (800, 600)
+    width, height = probe.size
+    gemini.script(
+        Reply.calls(
+            Call(
+                "drag_and_drop",
+                **grid(probe, *g),
+                destination_x=grid(probe, *h)["x"],
+                destination_y=grid(probe, *h)["y"],
+                intent="Move the card to the right",
+            ),
+            Call("scroll", **grid(probe, *s), direction="down", magnitude=700, intent="Below"),
+            Call("scroll", **grid(probe, *s), direction="left", magnitude=300, intent="Left"),
+            Call("click", **grid(probe, *k), intent="Click the canvas"),
+        ),
+        Reply.text("Dragged and scrolled."),
+    )
+    result = agents(probe, model=MODEL).run(task="Drag and scroll")
+
+    assert result.status == "done", result.error
+    assert [t["result"] for t in result.transcript] == ["ok"] * 4
+    px = {name: pixel(probe, *p) for name, p in {"g": g, "h": h, "s": s, "k": k}.items()}
+    probe.log.wait_type("press", x=px["k"][0], y=px["k"][1])
+    presses = [(ev["x"], ev["y"], ev["button"]) for ev in probe.log.events("press")]
+    assert presses == [(*px["g"], 1), (*px["k"], 1)]
+    releases = [(ev["x"], ev["y"], ev["button"]) for ev in probe.log.events("release")]
+    assert releases[0] == (*px["h"], 1)
+    # 700 of 1000 of the screen's height and 300 of 1000 of its width, in 100-pixel notches
+    # (read as pixels, they would have been 7 and 3 notches)
+    down, left = round(0.7 * height), round(0.3 * width)
+    assert (width, height, down, left) == (1440, 900, 630, 432)
+    wheels = [(w["x"], w["y"], w["button"]) for w in probe.log.events("wheel")]
+    assert wheels == [(*px["s"], 5)] * 6 + [(*px["s"], 6)] * 4
+
+    drag = {"x": px["g"][0], "y": px["g"][1], "destination_x": px["h"][0]}
+    drag["destination_y"] = px["h"][1]
+    scrolls = [{"x": px["s"][0], "y": px["s"][1], "magnitude": m} for m in (down, left)]
+    expected = [drag, *scrolls, {"x": px["k"][0], "y": px["k"][1]}]
+    assert [t["pixels"] for t in result.transcript] == expected
+    assert [ev["pixels"] for ev in events_of(result)] == expected
+    assert_desktop_requests(gemini)
+
+
+def test_a_call_mixing_the_two_spellings_is_refused(
+    probe: Probe, gemini: GeminiStandIn, agents: Callable[..., VncUseAgent]
+) -> None:
+    """A drag or a scroll that mixes the documented and the reference agent's argument names
+    never reaches the desktop; the model is told why, with both spellings."""
+    gemini.script(
+        Reply.calls(
+            Call(
+                "drag_and_drop",
+                start_x=600,
+                start_y=700,
+                destination_x=800,
+                destination_y=700,
+                intent="Move the card",
+            ),
+            Call(
+                "scroll",
+                x=500,
+                y=500,
+                direction="down",
+                magnitude=700,
+                magnitude_in_pixels=300,
+                intent="Below",
+            ),
+        ),
+        Reply.text("Gave up."),
+    )
+    result = agents(probe, model=MODEL).run(task="Drag and scroll")
+
+    assert result.status == "done", result.error
+    assert [(t["result"], t["pixels"]) for t in result.transcript] == [("error", {})] * 2
+    drag, scroll = gemini.requests[1].function_responses()
+    assert drag["response"]["error"].startswith(
+        "Invalid arguments for drag_and_drop: mixes two spellings "
+        "(start_x, start_y with destination_x, destination_y); use one of them. "
+        "Expected drag_and_drop(intent: str, start_x: int 0-999, start_y: int 0-999, "
+        "end_x: int 0-999, end_y: int 0-999) or drag_and_drop(intent: str, x: int 0-999, "
+        "y: int 0-999, destination_x: int 0-999, destination_y: int 0-999)."
+    )
+    assert scroll["response"]["error"].startswith(
+        "Invalid arguments for scroll: mixes two spellings (magnitude_in_pixels with magnitude)"
+    )
+    assert "magnitude_in_pixels: int 0-999 = 300) or scroll(" in scroll["response"]["error"]
+    assert [t["error"] for t in result.transcript] == [
+        drag["response"]["error"],
+        scroll["response"]["error"],
+    ]
+    for kind in ("press", "release", "wheel", "motion"):
+        assert probe.log.events(kind) == [], kind
     assert_desktop_requests(gemini)
 
 

@@ -18,9 +18,11 @@ from vnc_use.actions.vocabulary import (
     DragAndDropArgs,
     HotkeyArgs,
     IntentDragArgs,
+    IntentDragToDestinationArgs,
     IntentNavigateArgs,
     IntentPointArgs,
     IntentScrollArgs,
+    IntentScrollGridArgs,
     KeyArgs,
     KeyCombinationArgs,
     NavigateArgs,
@@ -115,14 +117,20 @@ def scroll_document(args: ScrollDocumentArgs, at: Targets, ctx: ActionContext) -
     ctx.hands.scroll(args.direction)
 
 
-def scroll_at(args: ScrollAtArgs | IntentScrollArgs, at: Targets, ctx: ActionContext) -> None:
+def scroll_at(
+    args: ScrollAtArgs | IntentScrollArgs | IntentScrollGridArgs, at: Targets, ctx: ActionContext
+) -> None:
     """Scroll at the point by the distance in pixels."""
     if at.distance is None:
         raise ValueError("a scroll needs a distance")
     ctx.hands.scroll_at(*at.xy, args.direction, at.distance)
 
 
-def drag_and_drop(args: DragAndDropArgs | IntentDragArgs, at: Targets, ctx: ActionContext) -> None:
+def drag_and_drop(
+    args: DragAndDropArgs | IntentDragArgs | IntentDragToDestinationArgs,
+    at: Targets,
+    ctx: ActionContext,
+) -> None:
     """Drag from the point to the end."""
     ctx.hands.drag_and_drop(*at.xy, *at.end_xy)
 

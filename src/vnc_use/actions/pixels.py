@@ -155,7 +155,7 @@ def pixel_targets(points: Points, args: Mapping[str, Any], width: int, height: i
 def action_pixels(action: ValidatedAction, width: int, height: int) -> Targets:
     """The pixel targets of a validated action: what the executor acts on and reports."""
     args = {name: value for name, value in action.args}  # not dict(): a field may be "keys"
-    return pixel_targets(action.spec.points, args, width, height)
+    return pixel_targets(action.spec.spelling_of(action.args).points, args, width, height)
 
 
 def point_arguments(
@@ -166,10 +166,11 @@ def point_arguments(
     to: dict[tuple[str, str], None] = {}
     for table in tables:
         for spec in table.specs.values():
-            if spec.points.at is not None:
-                at[spec.points.at] = None
-            if spec.points.to is not None:
-                to[spec.points.to] = None
+            for spelling in spec.spellings:
+                if spelling.points.at is not None:
+                    at[spelling.points.at] = None
+                if spelling.points.to is not None:
+                    to[spelling.points.to] = None
     return tuple(at), tuple(to)
 
 
@@ -179,8 +180,9 @@ def call_pixels(
     """The pixel points of a call as recorded (arguments only, maybe not valid), or ``{}``.
 
     For the approval prompt and the report, which see the call's arguments but not which
-    table it was validated against: every point argument pair the actions of ``tables`` have
-    is mapped where present (no action has two of them), under the keys of :meth:`Targets.points`.
+    table it was validated against: every point argument pair of every spelling of the actions
+    of ``tables`` is mapped where present (no spelling has two of them), under the keys of
+    :meth:`Targets.points`.
     """
     if size is None:
         return {}

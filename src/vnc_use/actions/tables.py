@@ -27,9 +27,11 @@ from vnc_use.actions.vocabulary import (
     HotkeyArgs,
     IntentArgs,
     IntentDragArgs,
+    IntentDragToDestinationArgs,
     IntentNavigateArgs,
     IntentPointArgs,
     IntentScrollArgs,
+    IntentScrollGridArgs,
     KeyArgs,
     KeyCombinationArgs,
     NavigateArgs,
@@ -38,6 +40,7 @@ from vnc_use.actions.vocabulary import (
     Points,
     ScrollAtArgs,
     ScrollDocumentArgs,
+    Spelling,
     TypeArgs,
     TypeTextAtArgs,
     WaitArgs,
@@ -53,6 +56,14 @@ __all__ = [
 
 AT_XY = Points(at=("x", "y"))
 """A point given as ``x``, ``y``."""
+
+SCROLL_ON_GRID = Points(at=("x", "y"), distance=Distance("magnitude", on_grid=True))
+"""A scroll at ``x``, ``y`` by ``magnitude`` on the grid (2.5 ``scroll_at``; 3.5 ``scroll`` as
+Google's reference agent reads it)."""
+
+DRAG_TO_DESTINATION = Points(at=("x", "y"), to=("destination_x", "destination_y"))
+"""A drag from ``x``, ``y`` to ``destination_x``, ``destination_y`` (2.5 ``drag_and_drop``;
+3.5 ``drag_and_drop`` as Google's reference agent reads it)."""
 
 
 def _table(family: str, specs: Iterable[ActionSpec[Any]], browser_only: set[str]) -> ActionTable:
@@ -97,14 +108,14 @@ GEMINI_25_TABLE = _table(
             ScrollAtArgs,
             "Scroll at a grid point by a magnitude.",
             do.scroll_at,
-            Points(at=("x", "y"), distance=Distance("magnitude", on_grid=True)),
+            SCROLL_ON_GRID,
         ),
         ActionSpec(
             "drag_and_drop",
             DragAndDropArgs,
             "Drag from one grid point to another.",
             do.drag_and_drop,
-            Points(at=("x", "y"), to=("destination_x", "destination_y")),
+            DRAG_TO_DESTINATION,
         ),
     ),
     browser_only={"open_web_browser", "search", "navigate", "go_back", "go_forward"},
@@ -136,12 +147,13 @@ GEMINI_35_TABLE = _table(
         _on_point("mouse_up", "Release the left button there.", do.mouse_up),
         _on_point("move", "Move the pointer to a grid point.", do.move),
         ActionSpec("type", TypeArgs, "Type text where the keyboard focus is.", do.type_),
-        ActionSpec(
+        ActionSpec[IntentDragArgs | IntentDragToDestinationArgs](
             "drag_and_drop",
             IntentDragArgs,
             "Drag from start to end (grid points).",
             do.drag_and_drop,
             Points(at=("start_x", "start_y"), to=("end_x", "end_y")),
+            alternatives=(Spelling(IntentDragToDestinationArgs, DRAG_TO_DESTINATION),),
         ),
         ActionSpec("wait", WaitArgs, "Wait some seconds.", do.wait),
         ActionSpec("press_key", KeyArgs, "Press and release one key.", do.press_key),
@@ -153,12 +165,13 @@ GEMINI_35_TABLE = _table(
         ActionSpec(
             "take_screenshot", IntentArgs, "Answer with a fresh screenshot.", do.take_screenshot
         ),
-        ActionSpec(
+        ActionSpec[IntentScrollArgs | IntentScrollGridArgs](
             "scroll",
             IntentScrollArgs,
             "Scroll at a grid point by some pixels.",
             do.scroll_at,
             Points(at=("x", "y"), distance=Distance("magnitude_in_pixels", on_grid=False)),
+            alternatives=(Spelling(IntentScrollGridArgs, SCROLL_ON_GRID),),
         ),
         ActionSpec("go_back", IntentArgs, "Go back to the previous page.", do.go_back),
         ActionSpec("navigate", IntentNavigateArgs, "Go to a URL.", do.navigate),
@@ -168,8 +181,13 @@ GEMINI_35_TABLE = _table(
 )
 """The 20 actions of Gemini 3.5 Flash computer use in ``ENVIRONMENT_BROWSER`` (all intent-bearing).
 
-Coordinates are on the same 0-999 grid as Gemini 2.5; ``scroll``'s ``magnitude_in_pixels`` is
-a pixel distance.
+Coordinates are on the same 0-999 grid as Gemini 2.5. ``drag_and_drop`` and ``scroll`` have
+two spellings each, both accepted (a call may not mix them): Google's docs say
+``drag_and_drop(start_x, start_y, end_x, end_y)`` and ``scroll(..., magnitude_in_pixels)`` (a
+distance in pixels, default 300); Google's reference agent reads
+``drag_and_drop(x, y, destination_x, destination_y)`` and ``scroll(..., magnitude)`` (on the
+grid, scaled like 2.5's ``scroll_at``). A call that uses neither spelling's own names is
+validated as the documented one.
 """
 
 GEMINI_35_DESKTOP_TABLE = GEMINI_35_TABLE.without(

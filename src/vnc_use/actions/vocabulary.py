@@ -2,7 +2,8 @@
 
 Gemini Computer Use models answer with function calls such as ``click_at(x=500, y=300)``.
 Each function is one :class:`ActionSpec`: its pydantic argument model, which of its arguments
-are places on the screen (:class:`Points`) and its handler (what it does on the desktop). An
+are places on the screen (:class:`Points`) and its handler (what it does on the desktop); an
+action the model may spell two ways has one more :class:`Spelling` (model and points). An
 :class:`ActionTable` gathers the specs of one model family and validates a call against them.
 
 The tables themselves are in :mod:`vnc_use.actions.tables`, the handlers in
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Generic, Literal, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -36,9 +37,11 @@ __all__ = [
     "HotkeyArgs",
     "IntentArgs",
     "IntentDragArgs",
+    "IntentDragToDestinationArgs",
     "IntentNavigateArgs",
     "IntentPointArgs",
     "IntentScrollArgs",
+    "IntentScrollGridArgs",
     "KeyArgs",
     "KeyCombinationArgs",
     "NavigateArgs",
@@ -47,6 +50,7 @@ __all__ = [
     "Points",
     "ScrollAtArgs",
     "ScrollDocumentArgs",
+    "Spelling",
     "TypeArgs",
     "TypeTextAtArgs",
     "ValidatedAction",
@@ -164,12 +168,22 @@ class TypeArgs(IntentArgs):
 
 
 class IntentDragArgs(IntentArgs):
-    """Arguments of the 3.5 ``drag_and_drop``: from (start_x, start_y) to (end_x, end_y)."""
+    """The 3.5 ``drag_and_drop`` as Google's docs spell it: (start_x, start_y) to (end_x, end_y)."""
 
     start_x: Coordinate
     start_y: Coordinate
     end_x: Coordinate
     end_y: Coordinate
+
+
+class IntentDragToDestinationArgs(IntentArgs):
+    """The 3.5 ``drag_and_drop`` as Google's reference agent reads it: (x, y) to
+    (destination_x, destination_y), the 2.5 names."""
+
+    x: Coordinate
+    y: Coordinate
+    destination_x: Coordinate
+    destination_y: Coordinate
 
 
 class WaitArgs(IntentArgs):
@@ -191,16 +205,34 @@ class HotkeyArgs(IntentArgs):
 
 
 class IntentScrollArgs(IntentArgs):
-    """Arguments of the 3.5 ``scroll``: a grid point, a direction and a distance in pixels.
+    """The 3.5 ``scroll`` as Google's docs spell it: a grid point, a direction and a distance
+    in pixels.
 
-    ``magnitude_in_pixels`` is a pixel distance (not a grid value); Google's table gives its
-    range as 0-999 and its default as 300.
+    ``magnitude_in_pixels`` is a distance in pixels of the real screen, used as given (not a
+    grid value, and not scaled when the screenshot the model saw was downscaled: Google's
+    executors pass it straight to the mouse wheel); Google's table gives its range as 0-999
+    and its default as 300.
     """
 
     x: Coordinate
     y: Coordinate
     direction: Direction
     magnitude_in_pixels: int = Field(default=300, ge=0, le=999)
+
+
+class IntentScrollGridArgs(IntentArgs):
+    """The 3.5 ``scroll`` as Google's reference agent reads it: ``magnitude`` on the 0-999
+    grid, scaled by the screen along the direction like 2.5's ``scroll_at``.
+
+    ``magnitude`` is required here: it is what tells this spelling from the documented one,
+    so a ``scroll`` with neither distance is the documented spelling (300 pixels), not the
+    reference agent's default of 800 on the grid.
+    """
+
+    x: Coordinate
+    y: Coordinate
+    direction: Direction
+    magnitude: Coordinate
 
 
 class IntentNavigateArgs(IntentArgs):
@@ -241,36 +273,14 @@ class Points:
     distance: Distance | None = None
 
 
-A = TypeVar("A", bound=ActionArgs)
-
-Handler = Callable[[A, "Targets", "ActionContext"], None]
-"""What an action does on the desktop: its validated arguments, its pixel targets (from
-:func:`vnc_use.actions.pixels.action_pixels`) and the executor's context."""
-
-
 @dataclass(frozen=True)
-class ActionSpec(Generic[A]):
-    """One function the model may call: everything vnc-use knows about it, in one place.
+class Spelling:
+    """One way of writing an action's arguments: its argument model and where its points are."""
 
-    ``args_model`` validates its arguments, ``points`` says which of them are places on the
-    screen, ``handler`` performs it; ``description`` is a short line for people and models.
-    """
-
-    name: str
-    args_model: type[A]
-    description: str
-    handler: Handler[A]
+    args_model: type[ActionArgs]
     points: Points = Points()
 
-    def run(self, args: ActionArgs, targets: Targets, ctx: ActionContext) -> None:
-        """Perform the action with ``args`` (which must be of this spec's ``args_model``)."""
-        if not isinstance(args, self.args_model):
-            raise TypeError(
-                f"{self.name} takes {self.args_model.__name__}, not {type(args).__name__}"
-            )
-        self.handler(args, targets, ctx)
-
-    def signature(self) -> str:
+    def signature(self, name: str) -> str:
         """A compact human/model-readable signature, e.g. ``click_at(x: int 0-999, ...)``."""
         params: list[str] = []
         for fname, finfo in self.args_model.model_fields.items():
@@ -284,7 +294,77 @@ class ActionSpec(Generic[A]):
                 type_name = "list[str]"
             default = "" if finfo.is_required() else f" = {finfo.default!r}"
             params.append(f"{fname}: {type_name}{default}")
-        return f"{self.name}({', '.join(params)})"
+        return f"{name}({', '.join(params)})"
+
+
+A = TypeVar("A", bound=ActionArgs)
+
+Handler = Callable[[A, "Targets", "ActionContext"], None]
+"""What an action does on the desktop: its validated arguments, its pixel targets (from
+:func:`vnc_use.actions.pixels.action_pixels`) and the executor's context."""
+
+
+@dataclass(frozen=True)
+class ActionSpec(Generic[A]):
+    """One function the model may call: everything vnc-use knows about it, in one place.
+
+    ``args_model`` validates its arguments, ``points`` says which of them are places on the
+    screen, ``handler`` performs it; ``description`` is a short line for people and models.
+    ``alternatives`` are other spellings of the same arguments that the model may use (each
+    with its own model and points, which ``A`` must cover); a call is validated against the
+    one whose own argument names it uses, and may not mix two.
+    """
+
+    name: str
+    args_model: type[A]
+    description: str
+    handler: Handler[A]
+    points: Points = Points()
+    alternatives: tuple[Spelling, ...] = ()
+
+    @property
+    def spellings(self) -> tuple[Spelling, ...]:
+        """Every spelling of the arguments: ``args_model`` with ``points`` first."""
+        return (Spelling(self.args_model, self.points), *self.alternatives)
+
+    def spelling_of(self, args: ActionArgs) -> Spelling:
+        """The spelling whose argument model ``args`` is (``TypeError`` for another model)."""
+        for spelling in self.spellings:
+            if isinstance(args, spelling.args_model):
+                return spelling
+        takes = " or ".join(s.args_model.__name__ for s in self.spellings)
+        raise TypeError(f"{self.name} takes {takes}, not {type(args).__name__}")
+
+    def run(self, args: ActionArgs, targets: Targets, ctx: ActionContext) -> None:
+        """Perform the action with ``args`` (which must be of one of this spec's spellings)."""
+        self.spelling_of(args)
+        self.handler(cast(A, args), targets, ctx)  # A covers every spelling's model
+
+    def signature(self) -> str:
+        """The signature of each spelling, joined by `` or ``."""
+        return " or ".join(s.signature(self.name) for s in self.spellings)
+
+    def choose_spelling(self, keys: Iterable[str]) -> Spelling | str:
+        """The spelling a call with argument names ``keys`` is written in, or why none is.
+
+        The spelling whose own names (those not shared by every spelling) the call uses; the
+        first spelling when it uses none of them; a message naming both when it mixes two.
+        """
+        if not self.alternatives:
+            return self.spellings[0]
+        shared = set.intersection(*(set(s.args_model.model_fields) for s in self.spellings))
+        given = set(keys)
+        used: list[tuple[Spelling, list[str]]] = []
+        for spelling in self.spellings:
+            own = [n for n in spelling.args_model.model_fields if n not in shared and n in given]
+            if own:
+                used.append((spelling, own))
+        if not used:
+            return self.spellings[0]
+        if len(used) == 1:
+            return used[0][0]
+        mixed = " with ".join(", ".join(names) for _, names in used)
+        return f"mixes two spellings ({mixed}); use one of them"
 
 
 @dataclass(frozen=True)
@@ -398,8 +478,16 @@ class ActionTable:
                 decision,
             )
         spec = self.specs[name]
+        spelling = spec.choose_spelling(rest)
+        if isinstance(spelling, str):
+            return ActionError(
+                name,
+                "invalid_args",
+                f"Invalid arguments for {name}: {spelling}. Expected {spec.signature()}.",
+                decision,
+            )
         try:
-            model = spec.args_model.model_validate(rest)
+            model = spelling.args_model.model_validate(rest)
         except ValidationError as exc:
             problems = "; ".join(_describe_error(e) for e in exc.errors())
             return ActionError(
