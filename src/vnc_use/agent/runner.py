@@ -121,39 +121,24 @@ class VncUseAgent:
         screen_region: str | ScreenRegion | None = None,
         desktop: Desktop | None = None,
     ) -> None:
-        # Settings passed in are honoured and never mutated; an argument given here wins.
-        self.settings = replace(settings) if settings is not None else AgentSettings()
-        for name, value in (
-            ("step_limit", step_limit),
-            ("seconds_timeout", None if seconds_timeout is None else float(seconds_timeout)),
-            ("hitl_mode", hitl_mode),
-            ("include_initial_screenshot", include_initial_screenshot),
-            ("keep_screenshots", keep_screenshots),
-        ):
-            if value is not None:
-                setattr(self.settings, name, value)
-        if self.settings.step_limit < 1:
-            raise ConfigError(f"step_limit must be at least 1, got {self.settings.step_limit}")
-        if self.settings.seconds_timeout <= 0:
-            raise ConfigError(
-                f"seconds_timeout must be positive, got {self.settings.seconds_timeout}"
-            )
+        self.settings = _settings(
+            settings,
+            step_limit=step_limit,
+            seconds_timeout=None if seconds_timeout is None else float(seconds_timeout),
+            hitl_mode=hitl_mode,
+            include_initial_screenshot=include_initial_screenshot,
+            keep_screenshots=keep_screenshots,
+        )
         if connect_timeout <= 0:
             raise ConfigError(f"connect_timeout must be positive, got {connect_timeout}")
         if desktop is not None:
-            given = {
-                "vnc_server": vnc_server,
-                "vnc_password": vnc_password,
-                "vnc_username": vnc_username,
-                "vnc_ca": vnc_ca,
-                "screen_region": screen_region,
-            }
-            clash = [name for name, value in given.items() if value is not None]
-            if clash:
-                raise ConfigError(
-                    f"desktop= and {clash[0]}= were both given; a run uses one desktop: "
-                    f"leave out {clash[0]}= (the VNC options are for a VNC server only)"
-                )
+            _refuse_vnc_options_with_a_desktop(
+                vnc_server=vnc_server,
+                vnc_password=vnc_password,
+                vnc_username=vnc_username,
+                vnc_ca=vnc_ca,
+                screen_region=screen_region,
+            )
         #: The VNC server's address (None when the agent was given a ``desktop``).
         self.vnc_server = (vnc_server or DEFAULT_VNC_SERVER) if desktop is None else None
         self._given_desktop = desktop
@@ -187,32 +172,13 @@ class VncUseAgent:
         self._controller: VNCController | None = None
         self._control: RunControl | None = None
         self._stop = threading.Event()
-        db = Path(checkpoint_db) if checkpoint_db else self.runs_dir / CHECKPOINT_DB
-        try:
-            self.runs_dir.mkdir(parents=True, exist_ok=True)
-            probe = self.runs_dir / f".write-test-{os.getpid()}"
-            probe.write_bytes(b"")
-            probe.unlink()
-        except OSError as exc:
-            raise ConfigError(
-                f"cannot write the runs folder {self.runs_dir} ({exc.strerror or exc}); "
-                "choose a writable one (--runs-dir / runs_dir=)"
-            ) from None
+        _check_writable(self.runs_dir)
         self._conn: sqlite3.Connection | None = None
         if checkpointer is not None:  # e.g. a PostgresSaver shared by many machines
             self.checkpointer: BaseCheckpointSaver[Any] = checkpointer
         else:
-            self._conn = sqlite3.connect(db, check_same_thread=False)
-            saver = SqliteSaver(self._conn)
-            try:
-                saver.setup()
-            except sqlite3.DatabaseError as exc:
-                self._conn.close()
-                raise ConfigError(
-                    f"the checkpoint database {db} is unreadable ({exc}); move it away to start "
-                    "afresh, or use another runs folder"
-                ) from None
-            self.checkpointer = saver
+            db = Path(checkpoint_db) if checkpoint_db else self.runs_dir / CHECKPOINT_DB
+            self._conn, self.checkpointer = _sqlite_saver(db)
         self.graph: CompiledStateGraph[CUAState, AgentContext, CUAState, CUAState] = (
             build_graph().compile(checkpointer=self.checkpointer)
         )
@@ -524,3 +490,56 @@ def _security_json(security: Security | None) -> dict[str, Any] | None:
     if security is None:
         return None
     return {"type": security.number, "name": security.name, "encrypted": security.encrypted}
+
+
+def _settings(given: AgentSettings | None, **overrides: Any) -> AgentSettings:
+    """A copy of the settings passed in (never mutated), with the arguments given to the
+    constructor (those not None) in place; checked."""
+    settings = replace(given) if given is not None else AgentSettings()
+    for name, value in overrides.items():
+        if value is not None:
+            setattr(settings, name, value)
+    if settings.step_limit < 1:
+        raise ConfigError(f"step_limit must be at least 1, got {settings.step_limit}")
+    if settings.seconds_timeout <= 0:
+        raise ConfigError(f"seconds_timeout must be positive, got {settings.seconds_timeout}")
+    return settings
+
+
+def _refuse_vnc_options_with_a_desktop(**options: Any) -> None:
+    """A run uses one desktop: the VNC options make no sense next to ``desktop=``."""
+    clash = [name for name, value in options.items() if value is not None]
+    if clash:
+        raise ConfigError(
+            f"desktop= and {clash[0]}= were both given; a run uses one desktop: "
+            f"leave out {clash[0]}= (the VNC options are for a VNC server only)"
+        )
+
+
+def _check_writable(runs_dir: Path) -> None:
+    """Create the runs folder and prove it writable, or say which folder to choose."""
+    try:
+        runs_dir.mkdir(parents=True, exist_ok=True)
+        probe = runs_dir / f".write-test-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot write the runs folder {runs_dir} ({exc.strerror or exc}); "
+            "choose a writable one (--runs-dir / runs_dir=)"
+        ) from None
+
+
+def _sqlite_saver(db: Path) -> tuple[sqlite3.Connection, SqliteSaver]:
+    """The default checkpointer: SQLite in the runs folder, its tables created."""
+    conn = sqlite3.connect(db, check_same_thread=False)
+    saver = SqliteSaver(conn)
+    try:
+        saver.setup()
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise ConfigError(
+            f"the checkpoint database {db} is unreadable ({exc}); move it away to start "
+            "afresh, or use another runs folder"
+        ) from None
+    return conn, saver

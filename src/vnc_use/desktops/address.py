@@ -23,37 +23,50 @@ def parse_server(server: str) -> tuple[str, int]:
     (port 5900) and bracketed IPv6 as ``[::1]::port`` / ``[::1]:display`` / ``[::1]``.
     Raises :class:`~vnc_use.errors.ConfigError` with a one-line hint on anything else.
     """
-
-    def bad(why: str) -> ConfigError:
-        return ConfigError(f"bad VNC address {server!r}: {why}; {_ADDRESS_HINT}")
-
     text = server.strip() if isinstance(server, str) else ""
-    if not text:
-        raise bad("it is empty")
+    try:
+        if not text:
+            raise _Bad("it is empty")
+        host, rest = _split_host(text)
+        return host, _port(rest)
+    except _Bad as why:
+        raise ConfigError(f"bad VNC address {server!r}: {why}; {_ADDRESS_HINT}") from None
+
+
+class _Bad(ValueError):
+    """What is wrong with an address (turned into a one-line ConfigError)."""
+
+
+def _split_host(text: str) -> tuple[str, str]:
+    """The host (a name, an IPv4 or a bracketed IPv6 address) and what follows it."""
     if text.startswith("["):
         host, sep, rest = text[1:].partition("]")
         if not sep:
-            raise bad("missing ']' after the IPv6 address")
+            raise _Bad("missing ']' after the IPv6 address")
         try:
             ipaddress.IPv6Address(host)
         except ValueError:
-            raise bad(f"{host!r} is not an IPv6 address") from None
-    else:
-        host, sep, rest = text.partition(":")
-        rest = sep + rest
-        if not _HOST_RE.match(host):
-            raise bad(f"{host!r} is not a host name or address")
+            raise _Bad(f"{host!r} is not an IPv6 address") from None
+        return host, rest
+    host, sep, rest = text.partition(":")
+    if not _HOST_RE.match(host):
+        raise _Bad(f"{host!r} is not a host name or address")
+    return host, sep + rest
+
+
+def _port(rest: str) -> int:
+    """The port of ``::port``, ``:display`` or nothing (5900)."""
     if not rest:
-        return host, 5900
+        return 5900
     if rest.startswith("::"):
         number, offset, what = rest[2:], 0, "port"
     elif rest.startswith(":"):
         number, offset, what = rest[1:], 5900, "display number"
     else:
-        raise bad(f"unexpected {rest!r} after the host")
+        raise _Bad(f"unexpected {rest!r} after the host")
     if not number.isdigit() or not number.isascii():
-        raise bad(f"{number!r} is not a {what}")
+        raise _Bad(f"{number!r} is not a {what}")
     port = int(number) + offset
     if not 0 < port < 65536:
-        raise bad(f"port {port} is out of range")
-    return host, port
+        raise _Bad(f"port {port} is out of range")
+    return port
