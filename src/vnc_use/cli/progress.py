@@ -86,7 +86,7 @@ class LineFormatter:
                 (str(e.get("name", "")), "bold"),
                 (f" - {why}" if why else "", ""),
             ]
-        if kind == "error":  # the run's error: the CLI prints it once, on stderr, at the end
+        if kind in ("error", "blocked"):  # the CLI prints the reason once, on stderr, at the end
             return None
         if kind == "screen_not_settled" or (kind == "screenshot" and e.get("settled") is False):
             return [(f"  the screen was still changing after {_ms(e.get('waited_ms'))}", "dim")]

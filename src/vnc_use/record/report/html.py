@@ -30,6 +30,7 @@ STATUS_TEXT: dict[str, str] = {
     RunStatus.STEP_LIMIT: "Stopped: step budget reached",
     RunStatus.TIMEOUT: "Stopped: time budget reached",
     RunStatus.ERROR: "Error",
+    RunStatus.BLOCKED: "Blocked for safety",
     RunStatus.INTERRUPTED: "Stopped on request",
     "unfinished": "Unfinished (running, or its process died)",
 }
