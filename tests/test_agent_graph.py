@@ -185,6 +185,40 @@ def test_no_hitl_never_runs_a_confirmation_action(
     assert desk.events == []
 
 
+def _invalid_confirm_script() -> list[Reply]:
+    call = FunctionCallSpec(
+        "click_at", x=5000, y=10, safety_decision=require_confirmation("Submits the form.")
+    )
+    return [Reply.calls(call), Reply.text("never")]
+
+
+def test_an_invalid_confirmation_call_waits_for_a_person_then_a_denial_ends_the_run(
+    desk: FakeDesktop, gemini: GeminiStandIn, make_agent: Any
+) -> None:
+    """Issue 17 item 3: it was answered with its error and no acknowledgement, nobody asked."""
+    gemini.script(*_invalid_confirm_script())
+    agent = make_agent()
+    paused = agent.run(task="Submit", thread_id="invalid-deny")
+    assert paused.status == "awaiting_approval", paused
+    pending = paused.pending_call or {}
+    assert pending["explanation"] == "Submits the form." and "999" in pending["error"]
+    result = agent.deny("invalid-deny")
+    assert result.status == "denied"
+    assert [(t["name"], t["result"]) for t in result.transcript] == [("click_at", "denied")]
+    assert len(gemini.requests) == 1 and desk.events == []
+
+
+def test_no_hitl_denies_an_invalid_confirmation_call_like_any_other(
+    desk: FakeDesktop, gemini: GeminiStandIn, make_agent: Any
+) -> None:
+    """Issue 17 item 3: with approvals off it was answered (no acknowledgement) and went on."""
+    gemini.script(*_invalid_confirm_script())
+    result = make_agent(hitl_mode=False).run(task="Submit")
+    assert result.status == "denied"
+    assert "hitl_mode is off" in (result.error or "")
+    assert len(gemini.requests) == 1 and desk.events == []
+
+
 def test_any_langgraph_checkpointer_can_hold_the_runs(
     desk: FakeDesktop, gemini: GeminiStandIn, make_agent: Any
 ) -> None:

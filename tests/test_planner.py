@@ -405,6 +405,14 @@ BROKEN_FOLLOW_UPS: dict[str, tuple[_Build, str]] = {
         lambda reply: [reply(_result("click_at", "png")), reply(_result("hover_at", "png"))],
         "safety_acknowledgement",
     ),
+    # issue 17 item 3: the stand-in let an error stand in for the acknowledgement
+    "an error without acknowledgement": (
+        lambda reply: [
+            reply(_result("click_at", "png", error="x must be at most 999")),
+            reply(_result("hover_at", "png")),
+        ],
+        "safety_acknowledgement",
+    ),
 }
 
 
