@@ -178,6 +178,7 @@ def test_a_refused_turn_exits_6_never_0(
     )
     assert proc.returncode == 6, proc.stdout + proc.stderr
     assert "status: blocked" in proc.stdout
+    assert "(no text) (blocked: PROMPT_BLOCKED:SAFETY)" in proc.stdout  # not "no more actions"
     assert proc.stderr.strip().splitlines()[-1] == "vnc-use: the API blocked the request: SAFETY"
     listed = run_cli(["runs", *base])
     assert re.search(r"^r\s+blocked\s", listed.stdout, re.M), listed.stdout

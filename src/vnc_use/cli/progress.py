@@ -107,7 +107,14 @@ class LineFormatter:
         usage = e.get("usage") or {}
         tokens = usage.get("total_token_count") if isinstance(usage, dict) else None
         meta = f"model {_ms(self.model_ms)}" + (f", {tokens} tokens" if tokens else "")
-        end = "" if calls else " (no more actions)"
+        stop = e.get("stop")
+        end = (
+            ""
+            if calls
+            else f" ({stop}: {e.get('finish_reason')})"
+            if stop in ("blocked", "error")
+            else " (no more actions)"
+        )
         return [
             ("  model: ", "dim"),
             (_one_line(text) if text else "(no text)", "italic"),
