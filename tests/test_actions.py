@@ -140,9 +140,12 @@ def test_safety_decision_is_lifted_out_before_validation() -> None:
 
 
 def test_garbled_safety_decision_fails_safe() -> None:
+    """A garbled safety signal is a block (issue 17 item 2: it went to a person, and only
+    ``require_confirmation`` may)."""
     result = GEMINI_25_TABLE.validate("click_at", {"x": 1, "y": 2, "safety_decision": "yes"})
     assert isinstance(result, ValidatedAction)
-    assert result.needs_confirmation
+    assert not result.needs_confirmation
+    assert (result.safety_decision or {})["decision"] == "blocked"
 
 
 def test_safety_decision_survives_invalid_args() -> None:

@@ -27,6 +27,7 @@ from vnc_use.testing.gemini_standin import (
     FunctionCallSpec,
     GeminiStandIn,
     Reply,
+    require_confirmation,
 )
 
 from desktop_fixtures import Probe
@@ -166,6 +167,81 @@ def test_model_mistakes_are_answered_not_fatal(
     assert all(len(r["images"]) == 1 for r in responses)  # every call answered with a PNG
     probe.log.wait_type("press")
     assert presses(probe) == [(720, 450)]  # only the valid click reached the desktop
+
+
+# ----------------------------------------------------------------- safety marks (issue 17)
+
+
+def test_a_call_marked_blocked_never_reaches_the_desktop_the_gate_or_an_acknowledgement(
+    probe: Probe, gemini: GeminiStandIn, make_agent: Any
+) -> None:
+    """Issue 17 item 2: a ``blocked`` decision waited for approval (and, approved, ran with an
+    acknowledgement). Now its turn ends the run ``blocked`` before any call of it runs, the
+    unmarked call before it included; the model is never answered."""
+    blocked = {"decision": "blocked", "explanation": "Deletes the account."}
+    gemini.script(
+        Reply.calls(
+            FunctionCallSpec("click_at", x=300, y=300),
+            FunctionCallSpec("click_at", x=600, y=600, safety_decision=blocked),
+        ),
+        Reply.text("never asked"),
+    )
+    agent = make_agent(probe)
+    result = agent.run(task="Delete my account", thread_id="blocked")
+    assert result.status == "blocked", result
+    assert result.error == (
+        "the model marked its call click_at blocked: Deletes the account.; "
+        "no call of that turn was run or acknowledged"
+    )
+    assert result.pending_call is None and result.transcript == []
+    assert len(gemini.requests) == 1  # no acknowledgement, no answer at all
+    kinds = [e["event"] for e in _events(result)]
+    assert "blocked" in kinds
+    assert not {"approved", "denied", "action", "run_paused"} & set(kinds)
+    # nothing reached the desktop: a later run's click arrives alone
+    gemini.script(Reply.calls(FunctionCallSpec("click_at", x=500, y=500)), Reply.text("ok"))
+    assert agent.run(task="Click the middle", thread_id="after").status == "done"
+    probe.log.wait_type("press")
+    assert presses(probe) == [(720, 450)]
+
+
+def test_an_invalid_confirmation_call_is_acknowledged_with_its_error_and_never_run(
+    probe: Probe, gemini: GeminiStandIn, make_agent: Any
+) -> None:
+    """Issue 17 item 3: a confirmation-required call with invalid arguments was answered with
+    its error and no acknowledgement, nobody asked. Now a person sees the call and its error;
+    approved, the model gets the error and the acknowledgement, and nothing runs."""
+    gemini.script(
+        Reply.calls(
+            FunctionCallSpec(
+                "click_at", x=2000, y=5, safety_decision=require_confirmation("Submits it.")
+            )
+        ),
+        Reply.text("understood"),
+    )
+    agent = make_agent(probe)
+    paused = agent.run(task="Submit", thread_id="invalid")
+    assert paused.status == "awaiting_approval", paused
+    pending = paused.pending_call or {}
+    assert (pending["name"], pending["explanation"]) == ("click_at", "Submits it.")
+    assert "999" in pending["error"]
+    result = agent.approve("invalid")
+    assert result.status == "done", result.error
+    (step,) = result.transcript
+    assert (step["result"], step["approved"]) == ("error", True)
+    (response,) = gemini.requests[1].function_responses()
+    assert response["response"]["safety_acknowledgement"] == "true"
+    assert "999" in response["response"]["error"]
+    assert not gemini.violations
+    gemini.script(Reply.calls(FunctionCallSpec("click_at", x=500, y=500)), Reply.text("ok"))
+    assert agent.run(task="Click the middle", thread_id="after").status == "done"
+    probe.log.wait_type("press")
+    assert presses(probe) == [(720, 450)]  # the invalid call never reached the desktop
+
+
+def _events(result: Any) -> list[dict[str, Any]]:
+    lines = Path(result.run_dir, "events.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
 
 
 # ---------------------------------------------------------------------------- secrets

@@ -9,6 +9,7 @@ end-to-end tests in ``test_agent.py`` and ``test_reliability.py``.
 
 from __future__ import annotations
 
+import html
 import io
 import json
 import threading
@@ -24,6 +25,8 @@ from vnc_use import VncUseAgent
 from vnc_use.agent import AgentSettings
 from vnc_use.errors import ConfigError
 from vnc_use.providers.gemini.planner import GeminiComputerUse
+from vnc_use.record.report import REPORT_NAME
+from vnc_use.record.runs import list_runs
 from vnc_use.testing import FakeDesktop
 from vnc_use.testing.gemini_standin import (
     FunctionCallSpec,
@@ -182,6 +185,40 @@ def test_no_hitl_never_runs_a_confirmation_action(
     assert desk.events == []
 
 
+def _invalid_confirm_script() -> list[Reply]:
+    call = FunctionCallSpec(
+        "click_at", x=5000, y=10, safety_decision=require_confirmation("Submits the form.")
+    )
+    return [Reply.calls(call), Reply.text("never")]
+
+
+def test_an_invalid_confirmation_call_waits_for_a_person_then_a_denial_ends_the_run(
+    desk: FakeDesktop, gemini: GeminiStandIn, make_agent: Any
+) -> None:
+    """Issue 17 item 3: it was answered with its error and no acknowledgement, nobody asked."""
+    gemini.script(*_invalid_confirm_script())
+    agent = make_agent()
+    paused = agent.run(task="Submit", thread_id="invalid-deny")
+    assert paused.status == "awaiting_approval", paused
+    pending = paused.pending_call or {}
+    assert pending["explanation"] == "Submits the form." and "999" in pending["error"]
+    result = agent.deny("invalid-deny")
+    assert result.status == "denied"
+    assert [(t["name"], t["result"]) for t in result.transcript] == [("click_at", "denied")]
+    assert len(gemini.requests) == 1 and desk.events == []
+
+
+def test_no_hitl_denies_an_invalid_confirmation_call_like_any_other(
+    desk: FakeDesktop, gemini: GeminiStandIn, make_agent: Any
+) -> None:
+    """Issue 17 item 3: with approvals off it was answered (no acknowledgement) and went on."""
+    gemini.script(*_invalid_confirm_script())
+    result = make_agent(hitl_mode=False).run(task="Submit")
+    assert result.status == "denied"
+    assert "hitl_mode is off" in (result.error or "")
+    assert len(gemini.requests) == 1 and desk.events == []
+
+
 def test_any_langgraph_checkpointer_can_hold_the_runs(
     desk: FakeDesktop, gemini: GeminiStandIn, make_agent: Any
 ) -> None:
@@ -318,12 +355,53 @@ def test_a_body_that_is_not_json_ends_the_run_with_a_clear_error(
     assert "not JSON" in (result.error or "")
 
 
-def test_empty_candidates_and_contentless_answers_are_handled(
-    gemini: GeminiStandIn, make_agent: Any
+@pytest.mark.parametrize(
+    ("reply", "reason"),
+    [
+        (Reply.no_candidates("SAFETY"), "the API blocked the request: SAFETY"),
+        (Reply.no_candidates("BLOCKLIST"), "the API blocked the request: BLOCKLIST"),
+        (Reply.no_content("SAFETY"), "the API blocked the model's answer: SAFETY"),
+        (Reply.no_content("RECITATION"), "the API blocked the model's answer: RECITATION"),
+    ],
+)
+def test_a_refused_turn_ends_the_run_blocked_not_done(
+    gemini: GeminiStandIn, make_agent: Any, reply: Reply, reason: str
 ) -> None:
-    gemini.script(Reply.no_candidates("SAFETY"))
+    """Issue 17 item 1: a blocked prompt or refused answer ended the run ``done`` with an
+    empty answer; now ``blocked``, naming the reason in the result, the events, the list of
+    runs and the report."""
+    gemini.script(reply)
+    result = make_agent().run(task="anything", thread_id="refused")
+    assert (result.status, result.error, result.ok) == ("blocked", reason, False)
+    assert len(gemini.requests) == 1  # a refusal is not asked again
+    ended = events(result)[-1]
+    assert (ended["event"], ended["status"], ended["error"]) == ("run_ended", "blocked", reason)
+    (summary,) = list_runs(Path(result.run_dir).parent)
+    assert (summary.status, summary.error) == ("blocked", reason)
+    report = Path(result.run_dir, REPORT_NAME).read_text()
+    assert "Blocked for safety" in report and html.escape(reason) in report
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        Reply.no_candidates(),
+        Reply.no_content("MAX_TOKENS"),
+        Reply.text("cut", finish_reason="MAX_TOKENS"),
+        Reply.no_content("OTHER"),
+    ],
+)
+def test_an_empty_or_cut_short_answer_is_asked_again_then_fails_resumably(
+    gemini: GeminiStandIn, make_agent: Any, reply: Reply
+) -> None:
+    """Issue 17 item 1: an empty or truncated answer ended the run ``done``; now it is asked
+    again (4 times in all by default), then the run ends ``error`` and resumes."""
+    gemini.script(reply, reply, reply, reply)
     agent = make_agent()
-    result = agent.run(task="anything")
-    assert result.status == "done"  # the model proposed nothing: the run ends, no crash
-    gemini.script(Reply.no_content("SAFETY"))
-    assert agent.run(task="again").status == "done"
+    result = agent.run(task="anything", thread_id="empty")
+    assert result.status == "error", result
+    assert "4 times in a row without calls" in (result.error or "")
+    assert len(gemini.requests) == 4
+    gemini.script(reply, Reply.text("Finished."))
+    resumed = agent.resume("empty")
+    assert (resumed.status, resumed.final_text) == ("done", "Finished.")

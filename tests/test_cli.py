@@ -166,6 +166,82 @@ def test_budget_exit_code(probe: Probe, gemini: GeminiStandIn, tmp_path: Path) -
 
 
 @pytest.mark.desktop
+def test_a_refused_turn_exits_6_never_0(
+    probe: Probe, gemini: GeminiStandIn, tmp_path: Path
+) -> None:
+    """Issue 17 item 1: a blocked prompt exited 0 with status done and an empty answer."""
+    gemini.script(Reply.no_candidates("SAFETY"))
+    base = ["--runs-dir", str(tmp_path)]
+    proc = run_cli(
+        ["run", "--vnc", probe.desktop.server, "--task", "x", "--thread-id", "r", *base],
+        probe.desktop,
+    )
+    assert proc.returncode == 6, proc.stdout + proc.stderr
+    assert "status: blocked" in proc.stdout
+    assert "(no text) (blocked: PROMPT_BLOCKED:SAFETY)" in proc.stdout  # not "no more actions"
+    assert proc.stderr.strip().splitlines()[-1] == "vnc-use: the API blocked the request: SAFETY"
+    listed = run_cli(["runs", *base])
+    assert re.search(r"^r\s+blocked\s", listed.stdout, re.M), listed.stdout
+    shown = run_cli(["show", "r", *base])
+    assert "status: blocked" in shown.stdout
+    assert "error: the API blocked the request: SAFETY" in shown.stdout
+
+    gemini.script(Reply.no_content("PROHIBITED_CONTENT"))
+    proc = run_cli(
+        ["run", "--vnc", probe.desktop.server, "--task", "x", "--json", *base], probe.desktop
+    )
+    assert proc.returncode == 6, proc.stdout + proc.stderr
+    final = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert (final["event"], final["status"], final["error"]) == (
+        "run_ended",
+        "blocked",
+        "the API blocked the model's answer: PROHIBITED_CONTENT",
+    )
+
+
+@pytest.mark.desktop
+def test_a_call_marked_blocked_exits_6_and_never_runs(
+    probe: Probe, gemini: GeminiStandIn, tmp_path: Path
+) -> None:
+    """Issue 17 item 2: a ``blocked`` decision paused for approval (exit 3)."""
+    blocked = {"decision": "blocked", "explanation": "Transfers money."}
+    gemini.script(
+        Reply.calls(FunctionCallSpec("click_at", x=600, y=600, safety_decision=blocked)),
+        Reply.text("never"),
+    )
+    proc = run_cli(
+        ["run", "--vnc", probe.desktop.server, "--task", "Pay", "--runs-dir", str(tmp_path)],
+        probe.desktop,
+    )
+    assert proc.returncode == 6, proc.stdout + proc.stderr
+    assert "click_at blocked: Transfers money." in proc.stderr
+    assert "approve" not in proc.stdout
+    assert len(gemini.requests) == 1
+    assert probe.log.events("press") == []
+
+
+@pytest.mark.desktop
+def test_an_empty_answer_exits_1_then_resumes(
+    probe: Probe, gemini: GeminiStandIn, tmp_path: Path
+) -> None:
+    """Issue 17 item 1: an answer without candidates exited 0 (done); now it is asked again,
+    then the run fails resumably."""
+    gemini.script(*[Reply.no_candidates()] * 4)
+    base = ["--runs-dir", str(tmp_path)]
+    proc = run_cli(
+        ["run", "--vnc", probe.desktop.server, "--task", "x", "--thread-id", "e", *base],
+        probe.desktop,
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "NO_CANDIDATES 4 times in a row" in proc.stderr
+    assert len(gemini.requests) == 4
+    gemini.script(Reply.text("Finished."))
+    proc = run_cli(["resume", "e", *base], probe.desktop)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "answer: Finished." in proc.stdout
+
+
+@pytest.mark.desktop
 def test_kill_9_mid_run_then_resume_from_a_new_process(
     probe: Probe, gemini: GeminiStandIn, tmp_path: Path
 ) -> None:

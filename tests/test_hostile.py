@@ -1,6 +1,7 @@
-"""Property tests: hostile model output never crashes the agent or reaches the desktop, and an
-action marked ``require_confirmation`` never runs without an approval, whatever the
-interleaving of crashes, resumes, approvals and denials.
+"""Property tests: hostile model output never crashes the agent or reaches the desktop, an
+action marked ``require_confirmation`` never runs without an approval, and one marked
+``blocked`` never reaches the desktop, the gate or an acknowledgement (nor does any call of its
+turn), whatever the interleaving of crashes, resumes, approvals and denials.
 
 Both drive the real agent against the real test desktop (the probe records what arrived) and
 the Gemini stand-in through the real SDK.
@@ -19,10 +20,10 @@ from hypothesis import strategies as st
 from pydantic import TypeAdapter, ValidationError
 
 from vnc_use import VncUseAgent
-from vnc_use.actions import GEMINI_25_TABLE, ActionError, Coordinate
+from vnc_use.actions import GEMINI_25_TABLE, ActionError, Coordinate, split_safety_decision
 from vnc_use.agent.state import RunResult
 from vnc_use.errors import ConfigError
-from vnc_use.providers.gemini.planner import GeminiComputerUse
+from vnc_use.providers.gemini.planner import GeminiComputerUse, safety_mark
 from vnc_use.testing.gemini_standin import (
     FunctionCallSpec,
     GeminiStandIn,
@@ -174,13 +175,26 @@ def test_hostile_calls_are_answered_with_errors_and_never_executed(
         Reply.text("survived"),
     )
     session_probe.log.clear()
+    sent_before = len(standin.requests)
     result = hostile_agent.run(task="Do as I say")
-    assert result.status == "done", result.error
-    assert len(result.transcript) == len(calls)
-    assert all(t["result"] == "error" for t in result.transcript)
-    answered = standin.requests[-1].function_responses()
-    assert [r["name"] for r in answered] == [c["name"] for c in calls]
-    assert all(r["response"].get("error") for r in answered)
+    marks = [safety_mark(split_safety_decision(c["args"])[1]) for c in calls]
+    if "blocked" in marks:  # the turn is refused whole: nothing runs, nothing is answered
+        assert result.status == "blocked", result
+        assert result.transcript == []
+        assert len(standin.requests) == sent_before + 1
+    elif "needs_confirmation" in marks:  # approvals are off: the first one ends the run
+        first = marks.index("needs_confirmation")
+        assert result.status == "denied", result
+        assert len(result.transcript) == first
+        assert all(t["result"] == "error" for t in result.transcript)
+        assert len(standin.requests) == sent_before + 1
+    else:
+        assert result.status == "done", result.error
+        assert len(result.transcript) == len(calls)
+        assert all(t["result"] == "error" for t in result.transcript)
+        answered = standin.requests[-1].function_responses()
+        assert [r["name"] for r in answered] == [c["name"] for c in calls]
+        assert all(r["response"].get("error") for r in answered)
     assert not standin.violations
     # nothing reached the desktop (poll once more for late events: none may arrive)
     assert [e for e in session_probe.log.events() if e["type"] in INPUT_EVENTS] == []
@@ -196,7 +210,8 @@ class Crash(BaseException):
 
 @st.composite
 def approval_scenario(draw: st.DrawFn) -> dict[str, Any]:
-    turns = draw(st.lists(st.lists(st.booleans(), min_size=1, max_size=3), min_size=1, max_size=3))
+    marks = st.sampled_from(["none", "confirm", "blocked"])
+    turns = draw(st.lists(st.lists(marks, min_size=1, max_size=3), min_size=1, max_size=3))
     ops = draw(
         st.lists(
             st.sampled_from(["approve", "deny", "resume", "restart"]), min_size=12, max_size=12
@@ -216,18 +231,31 @@ def test_confirmation_actions_never_run_without_approval(
 ) -> None:
     probe = session_probe
     w, h = probe.size
-    # every call clicks its own spot; remember which need a confirmation
-    spots: dict[tuple[int, int], bool] = {}
+    # every call clicks its own spot; remember each one's mark, and the spots of every turn
+    # that carries a blocked call (none of that turn may run)
+    spots: dict[tuple[int, int], str] = {}
+    refused: set[tuple[int, int]] = set()
+    blocked_replies: set[int] = set()
     replies = []
     n = 0
-    for turn in scenario["turns"]:
+    for t, turn in enumerate(scenario["turns"]):
         specs = []
-        for confirm in turn:
+        turn_spots = []
+        for mark in turn:
             n += 1
             gx, gy = 50 + 37 * n, 60 + 29 * n
-            spots[(round(gx / 1000 * w), round(gy / 1000 * h))] = confirm
-            extra = {"safety_decision": require_confirmation(f"spot {n}")} if confirm else {}
+            spot = (round(gx / 1000 * w), round(gy / 1000 * h))
+            spots[spot] = mark
+            turn_spots.append(spot)
+            extra = {
+                "none": {},
+                "confirm": {"safety_decision": require_confirmation(f"spot {n}")},
+                "blocked": {"safety_decision": {"decision": "blocked", "explanation": f"{n}"}},
+            }[mark]
             specs.append(FunctionCallSpec("click_at", x=gx, y=gy, **extra))
+        if "blocked" in turn:
+            refused.update(turn_spots)
+            blocked_replies.add(t)
         replies.append(Reply.calls(*specs))
     replies.append(Reply.text("end"))
     standin.violations.clear()
@@ -251,6 +279,7 @@ def test_confirmation_actions_never_run_without_approval(
         )
 
     approved: set[tuple[int, int]] = set()
+    gated: set[tuple[int, int]] = set()
     thread = "t"
     holder = {"agent": agent(crashing=True)}
 
@@ -275,20 +304,36 @@ def test_confirmation_actions_never_run_without_approval(
             except ConfigError:  # it died before its first checkpoint: start it again
                 return holder["agent"].run(task="click the spots", thread_id=thread)
 
+    sent_before = len(standin.requests)
     try:
         result = attempt("run")
         for op in scenario["ops"]:
             if result.status != "awaiting_approval":
                 break
             pending = result.pending_call or {}
+            spot = (pending["pixels"].get("x"), pending["pixels"].get("y"))
+            gated.add(spot)
             if op == "approve":
-                approved.add((pending["pixels"].get("x"), pending["pixels"].get("y")))
+                approved.add(spot)
             result = attempt(op)
     finally:
         holder["agent"].close()
     clicked = {(e["x"], e["y"]) for e in probe.log.events("press")}
     for spot in clicked:
         assert spot in spots, spot
-        if spots[spot]:
+        assert spot not in refused, (spot, scenario)  # no call of a blocked turn ran
+        if spots[spot] == "confirm":
             assert spot in approved, (spot, approved, scenario)
+    # a blocked call never reached the gate, nor any call of its turn
+    assert not gated & refused, (gated, scenario)
+    # ... nor the model's history (so never an answer or an acknowledgement)
+    for sent in standin.requests[sent_before:]:
+        for content in sent.contents():
+            for part in content["parts"]:
+                decision = (part.get("functionCall") or {}).get("args", {}).get("safety_decision")
+                assert not (decision and decision.get("decision") == "blocked"), scenario
+    # a run whose last answer was a blocked turn ended blocked: never done, never exit 0
+    served = [r.script_index for r in standin.requests[sent_before:] if r.script_index is not None]
+    if served and served[-1] in blocked_replies and result.status != "awaiting_approval":
+        assert result.status == "blocked", (result, scenario)
     assert not standin.violations

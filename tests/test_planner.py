@@ -180,32 +180,73 @@ def test_parallel_calls_and_safety_marks_are_extracted_in_order(
 
 
 @pytest.mark.parametrize(
-    ("reply", "finish", "stop"),
+    ("reply", "finish", "message"),
     [
-        (Reply.no_candidates(), "NO_CANDIDATES", "error"),
+        (
+            Reply.no_candidates("SAFETY"),
+            "PROMPT_BLOCKED:SAFETY",
+            "the API blocked the request: SAFETY",
+        ),
         (
             Reply.no_candidates("PROHIBITED_CONTENT"),
             "PROMPT_BLOCKED:PROHIBITED_CONTENT",
-            "blocked",
+            "the API blocked the request: PROHIBITED_CONTENT",
         ),
-        (Reply.no_content("SAFETY"), "SAFETY", "blocked"),
-        (Reply.text("cut short", finish_reason="MAX_TOKENS"), "MAX_TOKENS", "finished"),
-        (Reply.text("odd", finish_reason="OTHER"), "OTHER", "error"),
+        (Reply.no_content("SAFETY"), "SAFETY", "the API blocked the model's answer: SAFETY"),
+        *(
+            (Reply.no_content(r), r, f"the API blocked the model's answer: {r}")
+            for r in ("PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "RECITATION", "IMAGE_SAFETY")
+        ),
         (
-            Reply.raw({"candidates": [{"content": {"role": "model", "parts": [{"text": "x"}]}}]}),
-            None,
-            "finished",
+            Reply.text("I won't.", finish_reason="SAFETY"),
+            "SAFETY",
+            "the API blocked the model's answer: SAFETY",
         ),
     ],
 )
-def test_odd_responses_give_no_calls_not_a_traceback(
-    gemini: GeminiStandIn, make_planner: Factory, reply: Reply, finish: str | None, stop: str
+def test_refusals_are_blocked_stops_not_asked_again(
+    gemini: GeminiStandIn, make_planner: Factory, reply: Reply, finish: str, message: str
 ) -> None:
-    gemini.script(reply)
-    planner = make_planner()
-    proposal = ask(planner)
+    """Issue 17 item 1: a blocked prompt or a refused answer is a ``blocked`` stop naming the
+    reason (it was "no calls", so the run ended ``done``); asking again would not change it."""
+    gemini.script(reply, Reply.text("never asked"))
+    proposal = ask(make_planner())
     assert proposal.calls == []
-    assert (proposal.reason, proposal.stop) == (finish, stop)
+    assert (proposal.reason, proposal.stop, proposal.stop_message) == (finish, "blocked", message)
+    assert len(gemini.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("reply", "finish"),
+    [
+        (Reply.no_candidates(), "NO_CANDIDATES"),
+        (Reply.text("cut short", finish_reason="MAX_TOKENS"), "MAX_TOKENS"),
+        (Reply.no_content("MAX_TOKENS"), "MAX_TOKENS"),
+        (Reply.text("odd", finish_reason="OTHER"), "OTHER"),
+        (Reply.no_content("UNEXPECTED_TOOL_CALL"), "UNEXPECTED_TOOL_CALL"),
+        (
+            Reply.raw({"candidates": [{"content": {"role": "model", "parts": [{"text": "x"}]}}]}),
+            None,
+        ),
+    ],
+)
+def test_empty_or_cut_short_answers_are_asked_again_then_fail(
+    gemini: GeminiStandIn, make_planner: Factory, reply: Reply, finish: str | None
+) -> None:
+    """Issue 17 item 1: an empty, truncated or unexpected answer without calls is retried like
+    ``MALFORMED_FUNCTION_CALL`` (it was "no calls", so the run ended ``done``), then fails."""
+    gemini.script(reply, Reply.calls(FunctionCallSpec("go_back")))
+    proposal = ask(make_planner())
+    assert [c["name"] for c in proposal.calls] == ["go_back"]
+    assert len(gemini.requests) == 2
+    assert gemini.requests[0].body == gemini.requests[1].body  # asked again, same history
+
+    gemini.requests.clear()
+    gemini.script(reply, reply, reply)
+    with pytest.raises(PlannerError) as info:
+        ask(make_planner(max_malformed_retries=2))
+    assert f"answered {finish or 'without a finish reason'} 3 times in a row" in str(info.value)
+    assert len(gemini.requests) == 3
 
 
 @pytest.mark.parametrize(
@@ -216,18 +257,20 @@ def test_odd_responses_give_no_calls_not_a_traceback(
         ({"decision": "ALLOWED"}, "none"),
         ({"decision": "allow"}, "none"),
         (require_confirmation("why"), "needs_confirmation"),
-        ({"decision": "something new"}, "needs_confirmation"),
-        ({"explanation": "no decision at all"}, "needs_confirmation"),
+        ({"decision": "something new"}, "blocked"),
+        ({"explanation": "no decision at all"}, "blocked"),
         ({"decision": "blocked"}, "blocked"),
+        ({"decision": "BLOCKED", "explanation": "too risky"}, "blocked"),
     ],
 )
 def test_safety_decisions_map_to_marks_that_fail_safe(
     decision: dict[str, Any] | None, mark: str
 ) -> None:
-    """Anything but a benign decision waits for a person, ``blocked`` included (as before)."""
+    """Issue 17 item 2: only ``require_confirmation`` goes to a person; anything else that is
+    not benign is ``blocked`` (it was shown for approval)."""
     assert safety_mark(decision) == mark
     call = {"name": "click_at", "args": {}, "id": None, "safety": mark}
-    assert approval.needs_confirmation(call) is (mark != "none")  # type: ignore[arg-type]
+    assert approval.needs_confirmation(call) is (mark == "needs_confirmation")  # type: ignore[arg-type]
 
 
 def test_thought_signature_survives_into_the_next_request(
@@ -360,6 +403,14 @@ BROKEN_FOLLOW_UPS: dict[str, tuple[_Build, str]] = {
     ),
     "no acknowledgement": (
         lambda reply: [reply(_result("click_at", "png")), reply(_result("hover_at", "png"))],
+        "safety_acknowledgement",
+    ),
+    # issue 17 item 3: the stand-in let an error stand in for the acknowledgement
+    "an error without acknowledgement": (
+        lambda reply: [
+            reply(_result("click_at", "png", error="x must be at most 999")),
+            reply(_result("hover_at", "png")),
+        ],
         "safety_acknowledgement",
     ),
 }

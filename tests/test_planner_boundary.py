@@ -99,7 +99,7 @@ def test_propose_keeps_the_neutral_proposal(tmp_path: Path) -> None:
     planner = ScriptedPlanner(
         _proposal(
             _call("click", x=500, y=500, intent="open it"),
-            _call("click", "blocked", x=1, y=1, intent="accept"),
+            _call("click", "needs_confirmation", x=1, y=1, intent="accept"),
             _call("teleport"),
             turn=turn,
         )
@@ -113,12 +113,12 @@ def test_propose_keeps_the_neutral_proposal(tmp_path: Path) -> None:
     calls = update["pending_calls"]
     assert [(c["name"], c["safety"], c.get("error")) for c in calls] == [
         ("click", "none", None),
-        ("click", "blocked", None),
+        ("click", "needs_confirmation", None),
         ("teleport", "none", calls[2]["error"]),
     ]
     assert "Unknown function 'teleport'" in calls[2]["error"]
     assert calls[0]["intent"] == "open it"
-    assert update["safety"] == {"mark": "blocked", "explanation": "the model's reason"}
+    assert update["safety"] == {"mark": "needs_confirmation", "explanation": "the model's reason"}
     # the run folder keeps the exchange as the planner reported it
     model_dir = ctx.run.path / "model"
     assert json.loads((model_dir / "0001-request.json").read_text()) == {"sent": ["the", "request"]}
@@ -129,15 +129,62 @@ def test_propose_keeps_the_neutral_proposal(tmp_path: Path) -> None:
     assert JsonPlusSerializer().dumps_typed(update)[0] == "msgpack"
     json.dumps(update)
 
-    # routes read the neutral mark: a blocked call waits for a person, as before
+    # routes read the neutral mark: a call marked for confirmation waits for a person
     after: CUAState = {**state, **update}  # type: ignore[typeddict-item]
     assert route_next(after) == "act"
     assert route_next({**after, "call_index": 1, "pending_calls": calls[1:]}) == "hitl_gate"
     approved = {**after, "call_index": 1, "approved_call": 1, "pending_calls": calls[1:]}
     assert route_next(approved) == "act"  # type: ignore[arg-type]
-    # an invalid call is answered with its error; nobody is asked to approve it
+    # an invalid call is answered with its error; one marked for confirmation goes to a
+    # person first all the same (issue 17 item 3), unmarked it needs nobody
     invalid_marked = [{**calls[2], "safety": "needs_confirmation"}]
-    assert route_next({**after, "pending_calls": invalid_marked}) == "act"  # type: ignore[typeddict-item]
+    assert route_next({**after, "pending_calls": invalid_marked}) == "hitl_gate"  # type: ignore[typeddict-item]
+    assert route_next({**after, "pending_calls": calls[2:]}) == "act"  # type: ignore[typeddict-item]
+
+
+def test_a_turn_with_a_blocked_call_ends_the_run_before_any_of_its_calls(tmp_path: Path) -> None:
+    """Issue 17 item 2: a call marked ``blocked`` never goes to a person or the desktop; the
+    whole turn is refused, the calls before it included, and the turn is not kept."""
+    planner = ScriptedPlanner(
+        _proposal(
+            _call("click", x=500, y=500),
+            _call("click", "blocked", x=1, y=1),
+            _call("click", "needs_confirmation", x=2, y=2),
+            turn={"n": 1},
+        )
+    )
+    ctx = _context(tmp_path, planner)
+    state: CUAState = {"task": "do it", "contents": [history.task_turn("do it", None)]}
+    update = propose(state, Runtime(context=ctx))
+    reason = (
+        "the model marked its call click blocked: the model's reason; "
+        "no call of that turn was run or acknowledged"
+    )
+    assert (update["status"], update["done"], update["error"]) == ("blocked", True, reason)
+    assert update["pending_calls"] == [] and "contents" not in update
+    assert route_next({**state, **update}) == END  # type: ignore[typeddict-item]
+    (event,) = [e for e in ctx.run.events() if e["event"] == "blocked"]
+    assert event["reason"] == reason
+
+
+def test_a_refused_turn_ends_blocked_and_an_unexpected_one_is_an_error(tmp_path: Path) -> None:
+    """Issue 17 item 1, at the boundary: a planner's ``blocked`` stop ends the run ``blocked``
+    with its message (it ended ``done``); an ``error`` stop fails the step (resumable)."""
+    from vnc_use import VncUseAgent
+
+    refused = Proposal(
+        [], "", "blocked", "ANY", None, None, {}, {}, stop_message="the API blocked it: ANY"
+    )
+    empty = Proposal([], "", "error", "ODD", None, None, {}, {}, stop_message="an odd answer")
+    planner = ScriptedPlanner(refused, empty, _proposal(turn=None))
+    desk = FakeDesktop(1021, 767)
+    with VncUseAgent(desktop=desk, planner=planner, runs_dir=tmp_path) as agent:
+        result = agent.run(task="t", thread_id="refused")
+        assert (result.status, result.error) == ("blocked", "the API blocked it: ANY")
+        assert not result.ok
+        result = agent.run(task="t", thread_id="odd")
+        assert (result.status, result.error) == ("error", "an odd answer")
+        assert agent.resume("odd").status == "done"
 
 
 def test_no_calls_ends_the_run_with_the_model_text(tmp_path: Path) -> None:

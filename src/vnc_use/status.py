@@ -18,7 +18,7 @@ class RunStatus(str, Enum):
 
     RUNNING = "running"
     DONE = "done"
-    """The model said it finished the task."""
+    """The model finished normally and proposed no more actions."""
     AWAITING_APPROVAL = "awaiting_approval"
     """Paused before an action the model marked for a person's confirmation."""
     DENIED = "denied"
@@ -28,6 +28,9 @@ class RunStatus(str, Enum):
     INTERRUPTED = "interrupted"
     """Stopped on request or by a lost desktop; ``resume`` goes on from the last step."""
     ERROR = "error"
+    BLOCKED = "blocked"
+    """The model's turn was blocked or refused (a safety filter, or a call the model itself
+    marked ``blocked``); nothing of that turn ran. The error names the reason."""
 
     def __str__(self) -> str:
         return self.value
@@ -39,6 +42,13 @@ class RunStatus(str, Enum):
 
 
 FINAL = frozenset(
-    {RunStatus.DONE, RunStatus.DENIED, RunStatus.STEP_LIMIT, RunStatus.TIMEOUT, RunStatus.ERROR}
+    {
+        RunStatus.DONE,
+        RunStatus.DENIED,
+        RunStatus.STEP_LIMIT,
+        RunStatus.TIMEOUT,
+        RunStatus.ERROR,
+        RunStatus.BLOCKED,
+    }
 )
 """Statuses that end the graph."""

@@ -514,9 +514,9 @@ def split_safety_decision(
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """Return ``(args without safety_decision, safety_decision or None)``; copies ``args``.
 
-    A ``safety_decision`` that is not a dict is kept fail-safe as a confirmation request
-    (``{"decision": "require_confirmation", ...}``): a garbled safety signal must never
-    let an action run unasked.
+    A ``safety_decision`` that is not a dict is kept fail-safe as a block
+    (``{"decision": "blocked", ...}``): a garbled safety signal must never let an action
+    run, and only a clear ``require_confirmation`` goes to a person.
     """
     rest = dict(args or {})
     if SAFETY_DECISION_KEY not in rest:
@@ -527,6 +527,6 @@ def split_safety_decision(
     if isinstance(raw, dict):
         return rest, dict(raw)
     return rest, {
-        "decision": "require_confirmation",
+        "decision": "blocked",
         "explanation": f"Unrecognised safety_decision from the model: {raw!r}",
     }

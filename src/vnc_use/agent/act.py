@@ -20,7 +20,7 @@ from vnc_use.agent import approval as safety
 from vnc_use.agent import history
 from vnc_use.agent.context import AgentContext, capture, over_time, screen_size
 from vnc_use.agent.journal import Outcome, call_key
-from vnc_use.agent.nodes import approval_request_for
+from vnc_use.agent.nodes import approval_request_for, blocked_call_reason, end_blocked
 from vnc_use.agent.state import (
     CUAState,
     FunctionCallRecord,
@@ -123,6 +123,9 @@ def act(state: CUAState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         return {"status": "step_limit", "done": True}
     if over_time(state, ctx):
         return {"status": "timeout", "done": True}
+    first = state["pending_calls"][0]
+    if first.get("safety") == "blocked":  # only from a checkpoint of an older version
+        return end_blocked(ctx, "act", blocked_call_reason(first))
     c = _begin(ctx, state)
     t_act = time.monotonic()
     custom = ctx.planner.is_custom(c.call["name"]) and c.outcome is Outcome.NEW

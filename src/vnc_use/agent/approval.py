@@ -1,9 +1,12 @@
 """Human approval of the actions the model marks for confirmation.
 
-The rule is simple and absolute: a call whose safety mark is ``needs_confirmation`` or
-``blocked`` (see :data:`~vnc_use.providers.base.SafetyMark`) never runs without a person's
-approval. The Gemini API's terms forbid bypassing it, so with ``hitl_mode=False`` the run stops
-(``denied``) instead of running it.
+The rule is simple and absolute: a call whose safety mark is ``needs_confirmation`` (see
+:data:`~vnc_use.providers.base.SafetyMark`) never runs without a person's approval. The Gemini
+API's terms forbid bypassing it, so with ``hitl_mode=False`` the run stops (``denied``) instead
+of running it. A call marked ``blocked`` is never shown to a person at all: ``propose`` ends the
+run (status ``blocked``) before any call of its turn runs. A marked call with invalid arguments
+goes to the gate too (the request carries its ``error``); approved, it is answered with the
+error and the acknowledgement, and nothing runs.
 
 The gate is a LangGraph ``interrupt()``; LangGraph re-runs the interrupted node from its top
 when the run resumes, so :func:`hitl_gate` in :mod:`vnc_use.agent` does nothing before the
@@ -23,9 +26,8 @@ DENY: Literal["deny"] = "deny"
 
 
 def needs_confirmation(call: FunctionCallRecord) -> bool:
-    """True when the model asked for a human's confirmation before ``call`` runs (fail-safe:
-    any mark but ``none`` asks; ``blocked`` asks too, as it always has)."""
-    return call.get("safety", "none") != "none"
+    """True when the model asked for a human's confirmation before ``call`` runs."""
+    return call.get("safety", "none") == "needs_confirmation"
 
 
 def explanation(call: FunctionCallRecord) -> str:
@@ -43,8 +45,9 @@ def approval_request(
     screen_size: tuple[int, int] | None,
     screenshot: str | None,
 ) -> dict[str, Any]:
-    """The payload shown to the person who decides (the ``interrupt()`` value)."""
-    return {
+    """The payload shown to the person who decides (the ``interrupt()`` value); ``error``
+    when the call is invalid and would not run even if approved."""
+    request: dict[str, Any] = {
         "thread_id": thread_id,
         "step": step,
         "name": call["name"],
@@ -54,6 +57,9 @@ def approval_request(
         "explanation": explanation(call),
         "screenshot": screenshot,
     }
+    if call.get("error"):
+        request["error"] = call["error"]
+    return request
 
 
 def parse_decision(answer: Any) -> Decision:

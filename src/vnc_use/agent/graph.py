@@ -7,7 +7,8 @@
            +---------------+       |        +-> propose    (every call of the turn answered)
                                    +-> hitl_gate -+- approve -> act
                                    |              +- deny ----> END
-                                   +-> END  (no calls: done; or a step/time budget is spent)
+                                   +-> END  (no calls: done; a refused turn or a call marked
+                                             blocked: blocked; a step/time budget spent)
 
 Node functions live at module level and reach the desktop, the model and the run folder
 through LangGraph's runtime context (:class:`AgentContext`), which is never checkpointed.
@@ -44,11 +45,9 @@ def route_next(state: CUAState) -> str:
     if not pending:
         return "propose"
     call = pending[0]
-    if (
-        safety.needs_confirmation(call)
-        and not call.get("error")
-        and state.get("approved_call") != state.get("call_index", 0)
-    ):
+    # a call marked blocked never gets here from propose; from an older checkpoint it goes to
+    # act, which ends the run without running it (never to a person)
+    if safety.needs_confirmation(call) and state.get("approved_call") != state.get("call_index", 0):
         return "hitl_gate"
     return "act"
 

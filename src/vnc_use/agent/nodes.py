@@ -15,6 +15,7 @@ from vnc_use.agent import approval as safety
 from vnc_use.agent import history
 from vnc_use.agent.context import AgentContext, capture, over_time, screen_size, storable
 from vnc_use.agent.state import CUAState, FunctionCallRecord, TranscriptEntry
+from vnc_use.errors import PlannerError
 from vnc_use.providers.base import ProposedCall
 
 
@@ -25,7 +26,8 @@ def _pixels_of(call: FunctionCallRecord, size: tuple[int, int] | None) -> dict[s
 
 def _call_record(ctx: AgentContext, call: ProposedCall) -> FunctionCallRecord:
     """A proposed call, checked against the action table now: an invalid call is answered
-    with its error and never needs a person's approval (nothing would run)."""
+    with its error (nothing runs); one marked for confirmation still goes to a person first,
+    whose approval is acknowledged with the error."""
     planner = ctx.planner
     record: FunctionCallRecord = {
         "id": call["id"],
@@ -48,6 +50,21 @@ def _first_mark(calls: list[FunctionCallRecord]) -> dict[str, Any] | None:
         if c["safety"] != "none":
             return {"mark": c["safety"], "explanation": c["safety_explanation"]}
     return None
+
+
+def blocked_call_reason(call: FunctionCallRecord) -> str:
+    """Why a run ends on a call the model marked ``blocked`` (the call and its explanation)."""
+    why = call.get("safety_explanation") or "no explanation given"
+    return (
+        f"the model marked its call {call['name']} blocked: {why}; "
+        "no call of that turn was run or acknowledged"
+    )
+
+
+def end_blocked(ctx: AgentContext, node: str, reason: str) -> dict[str, Any]:
+    """The update that ends a run with status ``blocked`` (and its ``blocked`` event)."""
+    ctx.run.event("blocked", node=node, reason=reason)
+    return {"status": "blocked", "done": True, "error": reason, "pending_calls": []}
 
 
 def observe(state: CUAState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
@@ -97,15 +114,30 @@ def propose(state: CUAState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     )
     update["model_calls"] = n
     update["model_ms"] = latency_ms
+    update["active_seconds"] = time.monotonic() - t0
+    if proposal.stop == "error" and not proposal.calls:  # a planner that does not retry
+        raise PlannerError(proposal.stop_message or f"unexpected answer: {proposal.reason}")
+    # A turn the API refused, or one with a call the model marked blocked, ends the run before
+    # any of its calls runs (even the ones before the blocked call): nothing is executed,
+    # shown for approval or acknowledged, and the turn is not added to the history.
+    calls = [_call_record(ctx, c) for c in proposal.calls]
+    blocked = [c for c in calls if c["safety"] == "blocked"]
+    if proposal.stop == "blocked" or blocked:
+        reason = (
+            blocked_call_reason(blocked[0])
+            if blocked
+            else proposal.stop_message or f"the API blocked the turn: {proposal.reason}"
+        )
+        update.update(end_blocked(ctx, "propose", reason), final_text=proposal.text)
+        return update
     if proposal.turn is not None:
         update["contents"] = [
             *update.get("contents", []),
             storable(history.model_turn(proposal.turn)),
         ]
-    if not proposal.calls:
+    if not calls:
         update.update(status="done", done=True, final_text=proposal.text, pending_calls=[])
     else:
-        calls = [_call_record(ctx, c) for c in proposal.calls]
         update.update(
             pending_calls=calls,
             responses=[],
@@ -113,7 +145,6 @@ def propose(state: CUAState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
             final_text=proposal.text,
             safety=_first_mark(calls),
         )
-    update["active_seconds"] = time.monotonic() - t0
     return update
 
 
@@ -125,6 +156,8 @@ def hitl_gate(state: CUAState, runtime: Runtime[AgentContext]) -> Command[str]:
     """
     ctx = runtime.context
     call = state["pending_calls"][0]
+    if call.get("safety") == "blocked":  # a checkpoint of an older version paused here
+        return Command(goto=END, update=end_blocked(ctx, "hitl_gate", blocked_call_reason(call)))
     index = state.get("call_index", 0)
     step = state.get("step", 0) + 1
     request = approval_request_for(ctx, state, call, step)

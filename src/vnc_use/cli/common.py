@@ -7,6 +7,7 @@ import argparse
 from vnc_use.status import RunStatus
 
 EXIT_DONE, EXIT_ERROR, EXIT_USAGE, EXIT_AWAITING, EXIT_DENIED, EXIT_BUDGET = 0, 1, 2, 3, 4, 5
+EXIT_BLOCKED = 6
 EXIT_INTERRUPTED = 130
 EXIT_CODES: dict[str, int] = {
     RunStatus.DONE: EXIT_DONE,
@@ -15,6 +16,7 @@ EXIT_CODES: dict[str, int] = {
     RunStatus.DENIED: EXIT_DENIED,
     RunStatus.STEP_LIMIT: EXIT_BUDGET,
     RunStatus.TIMEOUT: EXIT_BUDGET,
+    RunStatus.BLOCKED: EXIT_BLOCKED,
     RunStatus.INTERRUPTED: EXIT_INTERRUPTED,
 }
 

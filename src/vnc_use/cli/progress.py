@@ -86,7 +86,7 @@ class LineFormatter:
                 (str(e.get("name", "")), "bold"),
                 (f" - {why}" if why else "", ""),
             ]
-        if kind == "error":  # the run's error: the CLI prints it once, on stderr, at the end
+        if kind in ("error", "blocked"):  # the CLI prints the reason once, on stderr, at the end
             return None
         if kind == "screen_not_settled" or (kind == "screenshot" and e.get("settled") is False):
             return [(f"  the screen was still changing after {_ms(e.get('waited_ms'))}", "dim")]
@@ -107,7 +107,14 @@ class LineFormatter:
         usage = e.get("usage") or {}
         tokens = usage.get("total_token_count") if isinstance(usage, dict) else None
         meta = f"model {_ms(self.model_ms)}" + (f", {tokens} tokens" if tokens else "")
-        end = "" if calls else " (no more actions)"
+        stop = e.get("stop")
+        end = (
+            ""
+            if calls
+            else f" ({stop}: {e.get('finish_reason')})"
+            if stop in ("blocked", "error")
+            else " (no more actions)"
+        )
         return [
             ("  model: ", "dim"),
             (_one_line(text) if text else "(no text)", "italic"),

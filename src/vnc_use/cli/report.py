@@ -127,6 +127,8 @@ def show_command(args: argparse.Namespace) -> int:
     if summary and summary.status == "awaiting_approval" and paused:
         p = paused.get("pending_call") or {}
         print(f"waiting for approval of {p.get('name')}: {p.get('explanation', '')}")
+        if p.get("error"):
+            print(f"  the call is invalid and will not run even if approved: {p['error']}")
         print(f"  approve: vnc-use approve {args.thread_id}   deny: vnc-use deny {args.thread_id}")
     report = folder / REPORT_NAME
     if report.exists():

@@ -153,7 +153,8 @@ def command(args: argparse.Namespace) -> int:
         result = _drive(args)
     if not args.json:  # with --json the run_ended / run_paused event says it all
         _report(result)
-    if result.status == "error" and result.error:  # once, on stderr, whatever the output mode
+    # an error or a safety block: once, on stderr, whatever the output mode
+    if result.status in ("error", "blocked") and result.error:
         print(f"vnc-use: {result.error}", file=sys.stderr)
     return EXIT_CODES.get(result.status, EXIT_ERROR)
 
@@ -161,6 +162,8 @@ def command(args: argparse.Namespace) -> int:
 def _ask(pending: dict[str, Any]) -> bool:
     print(f"\nThe model asks for confirmation before {pending['name']}({pending['args']}):")
     print(f"  {pending['explanation']}")
+    if pending.get("error"):
+        print(f"  the call is invalid and will not run even if allowed: {pending['error']}")
     if pending.get("pixels"):
         print(f"  target pixels: {pending['pixels']}")
     while True:
@@ -179,11 +182,13 @@ def _report(result: RunResult) -> None:
     print(f"status: {result.status} (thread {result.thread_id}, {steps})")
     if result.final_text:
         print(f"answer: {result.final_text}")
-    if result.error and result.status != "error":  # why it stopped: denied, interrupted
+    if result.error and result.status not in ("error", "blocked"):  # denied, interrupted
         print(f"reason: {result.error}")
     if result.pending_call:
         p = result.pending_call
         print(f"waiting for approval of {p['name']}({json.dumps(p['args'])}): {p['explanation']}")
+        if p.get("error"):
+            print(f"  the call is invalid and will not run even if approved: {p['error']}")
         print(
             f"  approve: vnc-use approve {result.thread_id}   deny: vnc-use deny {result.thread_id}"
         )

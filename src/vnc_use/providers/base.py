@@ -34,11 +34,13 @@ __all__ = [
 ]
 
 SafetyMark = Literal["none", "needs_confirmation", "blocked"]
-"""The model's own safety mark on a call. ``needs_confirmation`` and ``blocked`` both wait for a
-person's approval before the call runs."""
+"""The model's own safety mark on a call. ``needs_confirmation`` waits for a person's approval
+before the call runs; ``blocked`` never runs and is never shown for approval: the turn that
+carries it ends the run (status ``blocked``)."""
 
 StopReason = Literal["finished", "calls", "blocked", "error"]
-"""Why the model's turn ended: it is done, it wants calls run, it refused, or it failed."""
+"""Why the model's turn ended: it finished normally, it wants calls run, it (or a filter)
+refused, or its answer was empty, cut short or otherwise unexpected."""
 
 HistoryRecord = Mapping[str, Any]
 """One turn of the conversation as stored in state (see the module docstring)."""
@@ -90,7 +92,9 @@ class Proposal:
       keep), stored in the history and read back by the same planner only;
     - ``request_json`` / ``response_json``: the exchange as sent and received, for the run
       folder;
-    - ``thoughts``: reasoning-summary text, when the provider sends it.
+    - ``thoughts``: reasoning-summary text, when the provider sends it;
+    - ``stop_message``: for a ``blocked`` or ``error`` stop, one line for people naming the
+      reason (e.g. ``the API blocked the request: SAFETY``).
     """
 
     calls: list[ProposedCall]
@@ -102,6 +106,7 @@ class Proposal:
     request_json: dict[str, Any]
     response_json: dict[str, Any]
     thoughts: str = ""
+    stop_message: str | None = None
 
 
 class Planner(Protocol):

@@ -852,8 +852,9 @@ def _pairing_problems(contents: list[dict[str, Any]]) -> Iterable[tuple[str, str
             if isinstance(decision, Mapping) and decision.get("decision") == "require_confirmation":
                 response = resp["response"] if isinstance(resp["response"], Mapping) else {}
                 ack = response.get("safety_acknowledgement")
-                # a call answered with an error was not executed: nothing to acknowledge
-                if ack != "true" and not response.get("error"):
+                # the API's contract has no exception: an approved call answered with an error
+                # is acknowledged too (a denied one is never answered at all)
+                if ack != "true":
                     yield (
                         "safety_acknowledgement",
                         f"contents[{ci + 1}]: the function call {call['name']!r} required "

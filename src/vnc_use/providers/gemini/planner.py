@@ -5,8 +5,9 @@ What the model is sent (tools, history, replies to calls) is built in
 provider-neutral :class:`~vnc_use.providers.base.Proposal`.
 
 The client is the real ``google-genai`` SDK. Retries of 408/429/5xx and of connection errors
-are the SDK's own (``HttpRetryOptions``); this module adds the retry of
-``MALFORMED_FUNCTION_CALL`` answers, and maps failures to :mod:`vnc_use.errors`:
+are the SDK's own (``HttpRetryOptions``); this module adds the retry of answers that are
+neither calls, nor a normal finish, nor a refusal (``MALFORMED_FUNCTION_CALL``, no candidates,
+``MAX_TOKENS`` without calls, ...), and maps failures to :mod:`vnc_use.errors`:
 an API error status becomes :class:`~vnc_use.errors.ApiError`, an unreachable endpoint a
 :class:`~vnc_use.errors.PlannerError`, a missing key a :class:`~vnc_use.errors.ConfigError`.
 The API key never appears in an exception message or a log line.
@@ -72,23 +73,21 @@ DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/"
 RETRY_STATUS_CODES: tuple[int, ...] = (408, 429, 500, 502, 503, 504)
 """HTTP statuses the SDK retries (with exponential backoff) before giving up."""
 
-MALFORMED = "MALFORMED_FUNCTION_CALL"
-
 BENIGN_DECISIONS = frozenset({"regular", "allowed", "allow"})
-"""``safety_decision.decision`` values that let an action run without asking. Anything else the
-model sends there (``require_confirmation``, or a value we do not know) asks a person first."""
+"""``safety_decision.decision`` values that let an action run without asking."""
 
-BLOCKED_DECISION = "blocked"
-"""A ``safety_decision.decision`` marked :data:`~vnc_use.providers.base.SafetyMark` ``blocked``
-(it still waits for a person's approval, as every non-benign decision does)."""
+CONFIRM_DECISION = "require_confirmation"
+"""The one ``safety_decision.decision`` that goes to a person. Any other value that is not
+benign (``blocked``, or one we do not know) is marked ``blocked``: never run, never asked."""
 
 # Finish reasons of a turn without calls, as a StopReason: the model refused or was stopped by
-# a filter ("blocked"), ended normally ("finished"); any other reason (OTHER, NO_CANDIDATES,
-# MALFORMED_FUNCTION_CALL, ...) is an "error". The graph ends the run the same way for all.
-_BLOCKED_FINISH = frozenset(
+# a filter ("blocked"), ended normally ("finished"); any other reason (MAX_TOKENS, OTHER,
+# NO_CANDIDATES, MALFORMED_FUNCTION_CALL, none at all, ...) is an "error", asked again.
+BLOCKED_FINISH = frozenset(
     {"SAFETY", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "IMAGE_SAFETY", "RECITATION"}
 )
-_FINISHED = frozenset({"STOP", "MAX_TOKENS"})
+FINISHED = "STOP"
+PROMPT_BLOCKED = "PROMPT_BLOCKED:"
 
 
 def _network_errors() -> tuple[type[BaseException], ...]:
@@ -341,26 +340,31 @@ class GeminiComputerUse:
         """Ask the model for its next calls, given vnc-use's history records.
 
         Screenshots go inline in the last ``keep_screenshots`` turns that carry one (default:
-        the planner's ``keep_screenshots``). A ``MALFORMED_FUNCTION_CALL`` answer without calls
-        is asked again with the same history (as Google's reference agent does), at most
-        ``max_malformed_retries`` times; after that a :class:`PlannerError` is raised.
+        the planner's ``keep_screenshots``). An answer whose ``stop`` is ``"error"`` (a
+        ``MALFORMED_FUNCTION_CALL``, no candidates without a block reason, ``MAX_TOKENS`` or
+        any other unexpected finish without calls) is asked again with the same history (as
+        Google's reference agent does for malformed calls), at most ``max_malformed_retries``
+        times; after that a :class:`PlannerError` is raised. A refusal (``stop == "blocked"``)
+        is returned at once: asking again would not change it.
         """
         keep = self.keep_screenshots if keep_screenshots is None else keep_screenshots
         contents = request.to_contents(history, load_png, keep)
         sent = request.request_json(self.model, contents, self.config)
         for attempt in range(self.max_malformed_retries + 1):
             proposal = self.parse_response(self.generate(contents), sent)
-            if proposal.reason != MALFORMED or proposal.calls:
+            if proposal.stop != "error":
                 return proposal
             logger.info(
-                "Model returned %s without calls (attempt %d of %d); asking again.",
-                MALFORMED,
+                "Model answered %s without calls (attempt %d of %d); asking again.",
+                proposal.reason,
                 attempt + 1,
                 self.max_malformed_retries + 1,
             )
+        tries = self.max_malformed_retries + 1
         raise PlannerError(
-            f"The model returned {MALFORMED} {self.max_malformed_retries + 1} times in a row; "
-            f"giving up on this step."
+            f"the model answered {proposal.reason or 'without a finish reason'} "
+            f"{tries} time{'' if tries == 1 else 's'} in a row without calls "
+            f"({proposal.stop_message}); giving up on this step"
         )
 
     # ------------------------------------------------------------------ responses
@@ -374,7 +378,8 @@ class GeminiComputerUse:
 
         ``reason`` is Gemini's finish reason (e.g. ``"STOP"``, ``"SAFETY"``);
         ``"NO_CANDIDATES"`` when the answer had no candidate (``"PROMPT_BLOCKED:<reason>"``
-        when the prompt was blocked); ``None`` when the candidate did not say. ``turn`` is the
+        when the prompt was blocked); ``None`` when the candidate did not say. ``stop_message``
+        says in one line why a turn without calls did not finish normally. ``turn`` is the
         candidate's content, kept whole: it carries ``thought_signature`` bytes that newer
         models require back.
         """
@@ -386,24 +391,28 @@ class GeminiComputerUse:
             reason = "NO_CANDIDATES"
             feedback = response.prompt_feedback
             if feedback is not None and feedback.block_reason is not None:
-                reason = f"PROMPT_BLOCKED:{_enum_str(feedback.block_reason)}"
+                reason = PROMPT_BLOCKED + _enum_str(feedback.block_reason)
             stop = _stop_for([], reason)
-            return Proposal([], "", stop, reason, usage, None, sent, response_json)
+            return Proposal(
+                [], "", stop, reason, usage, None, sent, response_json, "", _why(stop, reason)
+            )
         candidate = candidates[0]
         finish = _enum_str(candidate.finish_reason) if candidate.finish_reason else None
         content = candidate.content
         parts = (content.parts if content else None) or []
         calls = self.extract_function_calls(response)
+        stop = _stop_for(calls, finish)
         return Proposal(
             calls=calls,
             text=" ".join(p.text for p in parts if p.text and not p.thought),
-            stop=_stop_for(calls, finish),
+            stop=stop,
             reason=finish,
             usage=usage,
             turn=request.turn_record(content) if content is not None and parts else None,
             request_json=sent,
             response_json=response_json,
             thoughts=" ".join(p.text for p in parts if p.text and p.thought),
+            stop_message=_why(stop, finish),
         )
 
     def extract_function_calls(self, response: types.GenerateContentResponse) -> list[ProposedCall]:
@@ -473,27 +482,45 @@ class GeminiComputerUse:
 
 
 def safety_mark(decision: Mapping[str, Any] | None) -> SafetyMark:
-    """The neutral mark of a Gemini ``safety_decision``: anything but a benign decision needs
-    a person's confirmation (fail-safe); a decision named ``blocked`` is marked ``blocked``."""
+    """The neutral mark of a Gemini ``safety_decision``: a benign decision (or none) runs,
+    ``require_confirmation`` asks a person, anything else (``blocked``, a value we do not know,
+    a decision without a value) is ``blocked`` (fail-safe: never run, never asked)."""
     if not decision:
         return "none"
-    value = str(decision.get("decision", "")).lower()
+    value = str(decision.get("decision", "")).strip().lower()
     if value in BENIGN_DECISIONS:
         return "none"
-    if value == BLOCKED_DECISION:
-        return "blocked"
-    return "needs_confirmation"
+    if value == CONFIRM_DECISION:
+        return "needs_confirmation"
+    return "blocked"
 
 
 def _stop_for(calls: Sequence[ProposedCall], reason: str | None) -> StopReason:
     """Why the turn ended, from its calls and Gemini's finish reason."""
     if calls:
         return "calls"
-    if reason is None or reason in _FINISHED:
+    if reason == FINISHED:
         return "finished"
-    if reason in _BLOCKED_FINISH or reason.startswith("PROMPT_BLOCKED"):
+    if reason is not None and (reason in BLOCKED_FINISH or reason.startswith(PROMPT_BLOCKED)):
         return "blocked"
     return "error"
+
+
+def _why(stop: StopReason, reason: str | None) -> str | None:
+    """One line for people on a turn without calls that did not finish normally."""
+    if stop == "blocked" and reason is not None and reason.startswith(PROMPT_BLOCKED):
+        return f"the API blocked the request: {reason.removeprefix(PROMPT_BLOCKED)}"
+    if stop == "blocked":
+        return f"the API blocked the model's answer: {reason}"
+    if stop != "error":
+        return None
+    if reason == "NO_CANDIDATES":
+        return "the API answered with no candidates"
+    if reason == "MAX_TOKENS":
+        return "the answer was cut short (MAX_TOKENS)"
+    if reason is None:
+        return "the answer gave no finish reason"
+    return f"the answer ended with {reason}"
 
 
 def _enum_str(value: Any) -> str:

@@ -30,6 +30,7 @@ STATUS_TEXT: dict[str, str] = {
     RunStatus.STEP_LIMIT: "Stopped: step budget reached",
     RunStatus.TIMEOUT: "Stopped: time budget reached",
     RunStatus.ERROR: "Error",
+    RunStatus.BLOCKED: "Blocked for safety",
     RunStatus.INTERRUPTED: "Stopped on request",
     "unfinished": "Unfinished (running, or its process died)",
 }
@@ -45,6 +46,7 @@ h1 { font-size:22px; margin:0 0 4px; } h1 code { font-size:20px; }
 .status { display:inline-block; padding:4px 12px; border-radius:999px; font-weight:600;
   color:#fff; background:#5d6675; }
 .status-done { background:#1f8a4c; } .status-error { background:#c62828; }
+.status-blocked { background:#8e1b3a; }
 .status-awaiting_approval { background:#d97a00; } .status-denied { background:#6d4c41; }
 .status-step_limit, .status-timeout { background:#b35c00; }
 dl.facts { display:grid; grid-template-columns:repeat(auto-fill, minmax(210px, 1fr));
