@@ -114,22 +114,10 @@ def show_command(args: argparse.Namespace) -> int:
         if line is not None:
             print(plain(line))
     if summary is not None:
-        print(
-            f"status: {summary.status} ({summary.steps} step{'' if summary.steps == 1 else 's'},"
-            f" started {timefmt.when(summary.started)},"
-            f" {timefmt.duration(summary.duration_s)})"
-        )
-        if summary.final_text:
-            print(f"answer: {redact(summary.final_text)}")
-        if summary.error:
-            print(f"error: {redact(summary.error)}")
+        _print_outcome(summary, redact)
     paused = next((e for e in reversed(events) if e.get("event") in _ENDS), None)
     if summary and summary.status == "awaiting_approval" and paused:
-        p = paused.get("pending_call") or {}
-        print(f"waiting for approval of {p.get('name')}: {p.get('explanation', '')}")
-        if p.get("error"):
-            print(f"  the call is invalid and will not run even if approved: {p['error']}")
-        print(f"  approve: vnc-use approve {args.thread_id}   deny: vnc-use deny {args.thread_id}")
+        _print_pending(paused.get("pending_call") or {}, args.thread_id)
     report = folder / REPORT_NAME
     if report.exists():
         print(f"report: {report}")
@@ -137,3 +125,24 @@ def show_command(args: argparse.Namespace) -> int:
 
 
 _ENDS = ("run_ended", "run_paused")
+
+
+def _print_outcome(summary: RunSummary, redact: Redactor) -> None:
+    """The run's status line, its answer and its error."""
+    print(
+        f"status: {summary.status} ({summary.steps} step{'' if summary.steps == 1 else 's'},"
+        f" started {timefmt.when(summary.started)},"
+        f" {timefmt.duration(summary.duration_s)})"
+    )
+    if summary.final_text:
+        print(f"answer: {redact(summary.final_text)}")
+    if summary.error:
+        print(f"error: {redact(summary.error)}")
+
+
+def _print_pending(pending: dict[str, Any], thread_id: str) -> None:
+    """The call waiting for approval, and how to answer it."""
+    print(f"waiting for approval of {pending.get('name')}: {pending.get('explanation', '')}")
+    if pending.get("error"):
+        print(f"  the call is invalid and will not run even if approved: {pending['error']}")
+    print(f"  approve: vnc-use approve {thread_id}   deny: vnc-use deny {thread_id}")
