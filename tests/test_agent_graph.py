@@ -378,6 +378,8 @@ def test_a_refused_turn_ends_the_run_blocked_not_done(
     assert (ended["event"], ended["status"], ended["error"]) == ("run_ended", "blocked", reason)
     (summary,) = list_runs(Path(result.run_dir).parent)
     assert (summary.status, summary.error) == ("blocked", reason)
+    run = json.loads(Path(result.run_dir, "run.json").read_text())
+    assert (run["status"], run["reason"], run["task"]) == ("blocked", reason, "anything")
     report = Path(result.run_dir, REPORT_NAME).read_text()
     assert "Blocked for safety" in report and html.escape(reason) in report
 

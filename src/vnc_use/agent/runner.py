@@ -482,6 +482,8 @@ class VncUseAgent:
                 error=result.error,
                 pending_call=pending,
             )
+            # run.json says how the run stands too (the settings file a person opens first)
+            folder.update_json("run.json", status=status.value, reason=result.error)
         return result
 
 

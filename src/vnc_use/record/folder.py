@@ -175,6 +175,17 @@ class RunFolder:
         _atomic_write(path, text.encode("utf-8"))
         return path
 
+    def update_json(self, relative: str, **fields: Any) -> Path:
+        """Set ``fields`` in a JSON object file of the run folder (created when missing)."""
+        try:
+            obj = self.read_json(relative)
+        except (OSError, ValueError):
+            obj = {}
+        if not isinstance(obj, dict):
+            obj = {}
+        obj.update(fields)
+        return self.write_json(relative, obj)
+
     def read_json(self, relative: str) -> Any:
         """Read a JSON file of the run folder."""
         return json.loads((self.path / relative).read_text("utf-8"))
