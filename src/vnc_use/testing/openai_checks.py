@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import binascii
 import io
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +29,7 @@ ROLES = ("system", "developer", "user", "assistant", "tool")
 
 _IMAGE_FORMATS = {"image/png": "PNG", "image/jpeg": "JPEG", "image/jpg": "JPEG"}
 _USER_PART_TYPES = ("text", "image_url")
+_NAME_RE = re.compile(r"[a-zA-Z0-9_-]{1,64}")  # OpenAI's rule for function names
 _UNSUPPORTED_IMAGE = (
     "You uploaded an unsupported image. Please make sure your image has of one the following "
     "formats: ['png', 'jpeg']."
@@ -120,6 +122,7 @@ def request_problems(body: Any, models: Sequence[str], max_images: int | None) -
                 code="model_not_found",
             )
         )
+    problems.extend(_tools_problems(body.get("tools"), body.get("tool_choice")))
     messages = body["messages"]
     for index, message in enumerate(messages):
         problems.extend(_message_problems(index, message))
@@ -189,6 +192,71 @@ def _field_problems(body: Mapping[str, Any]) -> list[Problem]:
                 "stream",
             )
         ]
+    return []
+
+
+# ----------------------------------------------------------------------------- tools
+
+
+def _tools_problems(tools: Any, tool_choice: Any) -> list[Problem]:
+    """Declared tools: ``{"type": "function", "function": {"name", "parameters"?}}`` each."""
+    if tools is None:
+        if tool_choice is not None:
+            return [
+                _bad(
+                    "tools",
+                    "Invalid value for 'tool_choice': 'tool_choice' is only allowed when "
+                    "'tools' are specified.",
+                    "tool_choice",
+                )
+            ]
+        return []
+    if not isinstance(tools, list):
+        return [_wrong_type("tools", "an array", tools)]
+    problems: list[Problem] = []
+    for index, tool in enumerate(tools):
+        problems.extend(_tool_problems(f"tools[{index}]", tool))
+    return problems
+
+
+def _tool_problems(at: str, tool: Any) -> list[Problem]:
+    if not isinstance(tool, Mapping):
+        return [_wrong_type(at, "an object", tool)]
+    if tool.get("type") != "function":
+        return [
+            _bad(
+                "tools",
+                f"Invalid value: {tool.get('type')!r}. Supported values are: 'function'.",
+                f"{at}.type",
+                "invalid_value",
+            )
+        ]
+    function = tool.get("function")
+    if not isinstance(function, Mapping):
+        return [_wrong_type(f"{at}.function", "an object", function)]
+    name = function.get("name")
+    if not isinstance(name, str):
+        return [
+            _bad(
+                "missing_field",
+                f"Missing required parameter: '{at}.function.name'.",
+                f"{at}.function.name",
+                "missing_required_parameter",
+            )
+        ]
+    if not _NAME_RE.fullmatch(name):
+        return [
+            _bad(
+                "tools",
+                f"Invalid '{at}.function.name': string does not match pattern. Expected a "
+                "string that matches the pattern '^[a-zA-Z0-9_-]{1,64}$'.",
+                f"{at}.function.name",
+                "invalid_value",
+            )
+        ]
+    parameters = function.get("parameters", {})
+    if not isinstance(parameters, Mapping):
+        return [_wrong_type(f"{at}.function.parameters", "an object", parameters)]
     return []
 
 

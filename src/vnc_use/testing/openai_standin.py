@@ -9,17 +9,24 @@ call, an HTTP error or a delay — records every request, and refuses what a str
 refuses. The real ``openai`` SDK talks to it with ``OpenAI(base_url=standin.base_url,
 api_key="anything")`` (``base_url`` ends in ``/v1``).
 
-Refusals, in OpenAI's documented error shape ``{"error": {"message", "type":
+Refusals come in OpenAI's error object ``{"error": {"message", "type":
 "invalid_request_error", "param", "code"}}`` (https://platform.openai.com/docs/guides/error-codes;
-the ``openai`` SDK reads these fields into ``APIStatusError``), each recorded as a
-:class:`Violation` under its rule name (wording: :mod:`vnc_use.testing.openai_checks`):
+the ``Error`` schema of openai/openai-openapi; the ``openai`` SDK reads ``body["error"]`` into
+``APIStatusError.message/.type/.param/.code``). Servers differ: older vLLM answers a flat
+``{"object": "error", "message", "type": "BadRequestError", "param", "code": 400}``, which the
+SDK reads as well (script it with :meth:`Reply.raw` when a test needs that shape). Each refusal
+is recorded as a :class:`Violation` under its rule name (the wording is in
+:mod:`vnc_use.testing.openai_checks`):
 
 * ``json`` — the body is not a JSON object (400);
 * ``missing_field`` — no ``model``, no or empty ``messages``, a ``tool`` message without
-  ``tool_call_id``, a replayed tool call without ``id`` (400);
+  ``tool_call_id``, a replayed tool call without ``id``, a tool without a name (400);
 * ``field_type`` — a value of the wrong kind, e.g. ``function.arguments`` that is not a JSON
   string, an ``image_url`` given as a bare string (400);
 * ``stream`` — ``stream: true`` (the stand-in does not stream; 400);
+* ``tools`` — a declared tool that is not ``{"type": "function", "function": {"name",
+  "parameters"?}}`` with a name of 1-64 letters, digits, ``_`` or ``-``, or a ``tool_choice``
+  without ``tools`` (400);
 * ``role`` — a role other than system, developer, user, assistant, tool (400);
 * ``model_not_found`` — a model id not in :attr:`OpenAIStandIn.models`, as a server answers
   when the model is not loaded (404, code ``model_not_found``);
