@@ -135,6 +135,18 @@ def test_tool_calls_carry_generated_or_scripted_ids_and_json_string_arguments() 
     assert broken_calls[0].id != first.id
 
 
+def test_an_empty_message_and_a_cut_off_one_can_be_scripted() -> None:
+    script = [{"content": None}, {"content": "Thought: I will", "finish_reason": "length"}]
+    with OpenAIStandIn(script) as server:
+        client = _client(server)
+        empty = client.chat.completions.create(model=DEFAULT_MODEL, messages=[_user()])
+        cut = client.chat.completions.create(model=DEFAULT_MODEL, messages=[_user()])
+    assert empty.choices[0].message.content is None
+    assert empty.choices[0].message.tool_calls is None
+    assert cut.choices[0].finish_reason == "length"
+    assert cut.choices[0].message.content == "Thought: I will"
+
+
 def test_a_finish_is_a_finish_tool_call() -> None:
     with OpenAIStandIn([Reply.finish("All done."), {"finish": "Also done."}]) as server:
         client = _client(server)
@@ -257,7 +269,9 @@ def test_scripted_failures_reach_the_sdk_as_its_errors() -> None:
 
 
 def test_a_delay_makes_the_client_time_out() -> None:
-    with OpenAIStandIn([Reply.text("late", delay=5.0), {"content": "on time"}]) as server:
+    with OpenAIStandIn(
+        [Reply.text("late", delay=5.0), {"content": "on time", "delay": 0.05}]
+    ) as server:
         client = _client(server, timeout=0.3)
         start = time.monotonic()
         with pytest.raises(openai.APITimeoutError):

@@ -72,6 +72,7 @@ one reply, one of::
 
     {"content": "Thought: ...\\nAction: click(start_box='(100,200)')"}
     {"content": "<tool_call>\\n{\\"name\\": \\"computer_use\\", ...}\\n</tool_call>"}
+    {"content": null}                          # an empty message: no text, no calls
     {"tool_calls": [{"name": "click", "arguments": {"x": 500, "y": 300}, "id": "optional"}],
      "content": "optional text next to the calls"}
     {"finish": "final answer"}                 # a finish(text) tool call
@@ -292,8 +293,9 @@ class Reply:
                 for c in item["tool_calls"]
             ]
             return cls.tool_calls(*calls, content=item.get("content"))
-        if "content" in item:
-            return cls.text(str(item["content"]))
+        if "content" in item:  # null: an empty assistant message
+            content = item["content"]
+            return cls(content=None if content is None else str(content), finish_reason="stop")
         raise ValueError(f"Unrecognised script item: {dict(item)!r}")
 
     def message(self, call_ids: Sequence[str]) -> dict[str, Any]:
