@@ -1,4 +1,5 @@
-"""Shared fixtures: real VNC desktops with the probe app, and the Gemini API stand-in."""
+"""Shared fixtures: real VNC desktops with the probe app, the Gemini API stand-in and the
+OpenAI-compatible stand-in."""
 
 import os
 import shutil
@@ -9,6 +10,7 @@ from hypothesis import HealthCheck, settings
 
 from desktop_fixtures import *  # noqa: F403
 from gemini_fixtures import *  # noqa: F403
+from openai_fixtures import *  # noqa: F403
 
 pytest_plugins = ["pytester"]
 
@@ -34,8 +36,8 @@ os.environ["VNC_USE_DESKTOP_DIR"] = tempfile.mkdtemp(prefix="vnc-use-test-deskto
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "standin_refusals: the test sends the Gemini stand-in requests the real API refuses, "
-        "on purpose (see refusals_fail_the_test)",
+        "standin_refusals: the test sends the Gemini or OpenAI stand-in requests the real "
+        "server refuses, on purpose (see refusals_fail_the_test, openai_refusals_fail_the_test)",
     )
 
 
