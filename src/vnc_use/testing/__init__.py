@@ -3,6 +3,10 @@
 * :class:`vnc_use.testing.FakeDesktop` (``vnc_use.testing.fake``): an in-memory desktop that
   records every input, for fast tests of agents (``VncUseAgent(desktop=FakeDesktop(...))``)
   without an X server, VNC or Twisted.
+* :class:`vnc_use.testing.OpenAIStandIn` (``vnc_use.testing.openai_standin``): a strict local
+  OpenAI-compatible chat-completions server that serves scripted assistant messages in any
+  dialect and refuses what strict servers refuse
+  (``python -m vnc_use.testing.openai_standin --script script.json --port N``).
 * ``vnc_use.testing.desktop`` starts a real TigerVNC ``Xvnc`` desktop
   (``python -m vnc_use.testing.desktop``).
 * ``vnc_use.testing.probe`` is a full-screen Tk app that records every click, key and
@@ -16,7 +20,7 @@
   (``python -m vnc_use.testing.wayland --help``).
 
 This package module imports nothing heavy; import the submodules you need
-(``FakeDesktop`` is loaded on first use).
+(``FakeDesktop`` and ``OpenAIStandIn`` are loaded on first use).
 """
 
 from __future__ import annotations
@@ -25,8 +29,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from vnc_use.testing.fake import FakeDesktop
+    from vnc_use.testing.openai_standin import OpenAIStandIn
 
-__all__ = ["FakeDesktop"]
+__all__ = ["FakeDesktop", "OpenAIStandIn"]
 
 
 def __getattr__(name: str) -> Any:
@@ -34,4 +39,8 @@ def __getattr__(name: str) -> Any:
         from vnc_use.testing.fake import FakeDesktop
 
         return FakeDesktop
+    if name == "OpenAIStandIn":
+        from vnc_use.testing.openai_standin import OpenAIStandIn
+
+        return OpenAIStandIn
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
