@@ -11,6 +11,7 @@ Qwen2.5-VL).
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -157,11 +158,14 @@ def _type(t: Translator, action: str, args: Mapping[str, Any]) -> None:
     typed(t, text_arg(args, "text"))
 
 
-def _amount(args: Mapping[str, Any]) -> float:
-    value = args.get("pixels", -SCROLL_PIXELS)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
-        raise ParseError("'pixels' must be a number.")
+def _finite(value: Any, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ParseError(f"{what!r} must be a number.")
     return float(value)
+
+
+def _amount(args: Mapping[str, Any]) -> float:
+    return _finite(args.get("pixels", -SCROLL_PIXELS), "pixels")
 
 
 def _scroll(t: Translator, action: str, args: Mapping[str, Any]) -> None:
@@ -179,8 +183,8 @@ def _scroll(t: Translator, action: str, args: Mapping[str, Any]) -> None:
 
 
 def _wait(t: Translator, action: str, args: Mapping[str, Any]) -> None:
-    seconds = args.get("time", 1)
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds >= 0:
+    seconds = _finite(args.get("time", 1), "time")
+    if seconds < 0:
         raise ParseError("'time' must be a number of seconds.")
     t.add("wait", seconds=min(60, round(seconds)))
 

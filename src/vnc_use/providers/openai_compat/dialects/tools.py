@@ -141,6 +141,9 @@ def function_tools() -> list[dict[str, Any]]:
 _NAMES = frozenset(name for name, *_ in _FUNCTIONS)
 _POINT_ACTIONS = frozenset(name for name, _, params, _ in _FUNCTIONS if params is _POINT)
 _BOX_KEYS = ("point", "coordinate", "box", "bbox", "position")
+_POINT_KEYS = frozenset(
+    {"x", "y", "start_x", "start_y", "end_x", "end_y", "destination_x", "destination_y", *_BOX_KEYS}
+)
 
 
 def _point_of(args: dict[str, Any], x: str, y: str, aliases: tuple[str, ...]) -> Any:
@@ -173,6 +176,8 @@ def _translate(t: Translator, call: RawCall) -> None:
         args["x"], args["y"] = t.at(_point_of(args, "x", "y", _BOX_KEYS))
     elif name == "drag_and_drop":
         _drag(t, args)
+    elif _POINT_KEYS & args.keys():
+        raise ParseError(f"{name} takes no point; click first, then call {name}.")
     if name == "type" and isinstance(args.get("text"), str):
         press = args.pop("press_enter", False)
         typed(t, args.pop("text"))
