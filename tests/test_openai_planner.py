@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import io
+import json
 import socket
 from pathlib import Path
 from typing import Any
@@ -299,3 +300,54 @@ def test_only_the_planner_imports_openai() -> None:
     assert [p for p in importers if not p.startswith("testing/")] == [
         "providers/openai_compat/planner.py"
     ]
+
+
+# ------------------------------------------------------------------ through the agent
+
+
+def test_a_ui_tars_run_on_the_fake_desktop_lands_where_the_script_aimed(tmp_path: Path) -> None:
+    """The whole agent with this planner: clicks, a drag, typing and a key combination on a
+    1021x767 screen, from UI-TARS pixels of the 1008x756 image sent."""
+    from vnc_use import VncUseAgent
+    from vnc_use.testing import FakeDesktop
+
+    def at(x: int, y: int) -> str:  # screen pixel -> pixel of the image sent
+        return f"({round(x * 1008 / 1021)},{round(y * 756 / 767)})"
+
+    script = [
+        Reply.text(f"Thought: the name field.\nAction: click(start_box='{at(700, 300)}')"),
+        Reply.text("Thought: type the name.\nAction: type(content='Ada\\n')"),
+        Reply.text(
+            f"Thought: move the card.\nAction: drag(start_box='{at(100, 100)}', "
+            f"end_box='{at(900, 600)}')\n\nhotkey(key='ctrl s')"
+        ),
+        Reply.text("Thought: saved.\nAction: finished(content='Saved the form.')"),
+    ]
+    desk = FakeDesktop(*SCREEN)
+    with OpenAIStandIn(script, models="ui-tars-1.5-7b", max_images=2) as server:
+        p = OpenAICompatPlanner(server.base_url, "ui-tars-1.5-7b", max_retries=0)
+        with VncUseAgent(desktop=desk, planner=p, runs_dir=tmp_path, keep_screenshots=2) as agent:
+            result = agent.run(task="Fill in the form", thread_id="tars")
+        assert not server.violations, server.violations
+        assert all(size == (1008, 756) for r in server.requests for size in image_sizes(server))
+    assert result.status == "done", result.error
+    assert result.final_text == "Saved the form."
+    click, typed, drag, keys = desk.events
+    # within a pixel: the 0-999 grid is coarser than a 1021-pixel screen
+    assert click["kind"] == "click" and near((click["x"], click["y"]), (700, 300))
+    assert (typed["kind"], typed["text"], typed["press_enter"]) == ("type_text", "Ada", True)
+    assert drag["kind"] == "drag_and_drop"
+    assert near((drag["x"], drag["y"]), (100, 100))
+    assert near((drag["destination_x"], drag["destination_y"]), (900, 600))
+    assert keys == {"kind": "key_combo", "keys": "ctrl+s"}
+    run = json.loads((tmp_path / "tars" / "run.json").read_text())
+    assert (run["model"], run["provider"], run["dialect"]) == (
+        "ui-tars-1.5-7b",
+        "openai-compatible",
+        "ui-tars",
+    )
+    assert run["base_url"].startswith("http://127.0.0.1:") and "api_key" not in run
+
+
+def near(got: tuple[int, int], want: tuple[int, int]) -> bool:
+    return abs(got[0] - want[0]) <= 1 and abs(got[1] - want[1]) <= 1
