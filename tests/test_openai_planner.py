@@ -185,6 +185,25 @@ def test_tools_dialect_conversation_answers_every_call_and_keeps_two_images() ->
     assert scroll["name"] == "scroll" and (scroll["args"]["x"], scroll["args"]["y"]) == (20, 20)
 
 
+def test_calls_left_unanswered_in_the_history_are_answered_not_run() -> None:
+    """A model turn whose calls never got results (a run cut short, then resumed) still has
+    every tool_call_id answered before the next message."""
+    shots = Shots()
+    with OpenAIStandIn([Reply.tool_calls(ToolCall("wait", {})), Reply.text("ok")]) as server:
+        p = planner(server, dialect="tools")
+        turns: list[dict[str, Any]] = [history.task_turn("Wait", shots.add("s0"), SCREEN)]
+        first = p.propose(turns, shots.load)
+        assert first.turn is not None
+        turns.append(history.model_turn(first.turn))
+        second = p.propose(turns, shots.load)
+        assert not server.violations and second.stop == "finished"
+        assert server.requests[-1].messages()[-1] == {
+            "role": "tool",
+            "tool_call_id": first.calls[0]["id"],
+            "content": "Not run.",
+        }
+
+
 def test_a_text_only_reply_finishes_in_the_tools_dialect() -> None:
     shots = Shots()
     turns = [history.task_turn("What is shown?", shots.add("s0"), SCREEN)]

@@ -194,6 +194,9 @@ def build(
         sha = _screenshot_of(turn)
         url = images.get(sha)[0] if sha and i in inline else None
         count += url is not None
+        if "responses" not in turn:  # a call left unanswered (a run cut short) is "Not run"
+            messages.extend(_answers(record, [])[0])
+            record = {}
         if turn.get("turn", turn.get("role")) == "model":
             record = turn["content"]
             messages.append(dict(record["message"]))
@@ -209,6 +212,7 @@ def build(
             record = {}
         else:
             messages.append(_user(dialect.task_text(str(turn.get("text", ""))), url))
+    messages.extend(_answers(record, [])[0])
     return Built(messages, image_size, pointer, count)
 
 
