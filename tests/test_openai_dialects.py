@@ -85,6 +85,8 @@ def only(parsed: Parsed) -> tuple[str, dict[str, Any]]:
         ("qwen3-vl:8b", "qwen3-vl"),
         ("Qwen/Qwen2.5-VL-7B-Instruct", "qwen2.5-vl"),
         ("qwen2_5-vl-7b", "qwen2.5-vl"),
+        ("qwen2.5vl:7b", "qwen2.5-vl"),  # Ollama's spelling
+        ("qwen2.5-coder", "tools"),
         ("gpt-4o", "tools"),
         ("llava", "tools"),
     ],
@@ -205,6 +207,17 @@ def test_ui_tars_click_from_the_deployment_guide() -> None:
 )
 def test_ui_tars_actions(action: str, expected: tuple[str, dict[str, Any]]) -> None:
     assert only(parse("ui-tars", text(f"Thought: t\nAction: {action}"), UI)) == expected
+
+
+def test_ui_tars_action_on_the_thought_line_and_without_an_image() -> None:
+    one_line = parse(
+        "ui-tars", text("Thought: the OK button. Action: click(start_box='(0,0)')"), UI
+    )
+    assert only(one_line) == ("click", {"x": 0, "y": 0})
+    with pytest.raises(ParseError, match="No screenshot"):
+        parse("ui-tars", text("Action: click(start_box='(0,0)')"), None)
+    typed = parse("ui-tars", text("Action: type(content='no image needed')"), None)
+    assert only(typed)[0] == "type"
 
 
 def test_ui_tars_several_actions_and_finished() -> None:
@@ -399,6 +412,13 @@ def test_tools_reference_example_and_intent() -> None:
         "tools", native(("drag_and_drop", {"start_x": 1, "start_y": 2, "end_x": 3, "end_y": 4}))
     )
     assert only(drag) == ("drag_and_drop", {"start_x": 1, "start_y": 2, "end_x": 3, "end_y": 4})
+
+
+def test_tools_hotkey_as_a_string() -> None:
+    assert only(parse("tools", native(("hotkey", {"keys": "ctrl+c"})))) == (
+        "hotkey",
+        {"keys": ["ctrl", "c"]},
+    )
 
 
 def test_tools_finishes_by_call_or_by_text() -> None:

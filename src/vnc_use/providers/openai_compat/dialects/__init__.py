@@ -50,12 +50,13 @@ def dialect_by_name(name: str) -> Dialect:
 
 def dialect_for_model(model: str) -> str:
     """The dialect a model id suggests: ``ui-tars`` ids -> ``ui-tars``, ``qwen3-vl`` ->
-    ``qwen3-vl``, ``qwen2.5-vl`` / ``qwen2_5`` -> ``qwen2.5-vl``, anything else ``tools``."""
-    lowered = model.lower().replace("_", "-")
-    if "ui-tars" in lowered or "uitars" in lowered:
+    ``qwen3-vl``, ``qwen2.5-vl`` / ``qwen2_5`` -> ``qwen2.5-vl`` (dashes, underscores and
+    spaces ignored, so Ollama's ``qwen2.5vl:7b`` too), anything else ``tools``."""
+    compact = "".join(c for c in model.lower() if c not in "-_ ")  # Ollama: qwen2.5vl:7b
+    if "uitars" in compact:
         return "ui-tars"
-    if "qwen3-vl" in lowered:
+    if "qwen3vl" in compact:
         return "qwen3-vl"
-    if "qwen2.5-vl" in lowered or "qwen2-5" in lowered:
+    if "qwen2.5vl" in compact or "qwen25" in compact:
         return "qwen2.5-vl"
     return "tools"

@@ -238,6 +238,8 @@ def point(value: Any) -> tuple[float, float]:
 
 
 def _axis(value: float, extent: float, axis: str) -> int:
+    if extent <= 0:
+        raise ParseError("No screenshot has been sent yet: wait for one before pointing.")
     if not 0 <= value <= extent:
         raise ParseError(
             f"{axis}={value:g} is off the image (0 to {extent:g}); give a point on the screenshot."

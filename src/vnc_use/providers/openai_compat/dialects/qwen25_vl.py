@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from vnc_use.errors import PlannerError
 from vnc_use.providers.openai_compat import resize
 from vnc_use.providers.openai_compat.dialects import computer_use
 from vnc_use.providers.openai_compat.dialects.base import AssistantMessage, Frame, Parsed
@@ -19,9 +18,10 @@ __all__ = ["Qwen25VL", "pixel_frame"]
 
 
 def pixel_frame(image_size: tuple[int, int] | None, pointer: tuple[int, int] | None) -> Frame:
-    """The frame of a pixel dialect: the size of the image sent."""
+    """The frame of a pixel dialect: the size of the image sent (no image yet: an empty
+    frame, on which every point is an error)."""
     if image_size is None:
-        raise PlannerError("A pixel dialect needs a screenshot to read coordinates against.")
+        return Frame(0, 0, pointer)
     return Frame(image_size[0], image_size[1], pointer)
 
 

@@ -23,6 +23,7 @@ from vnc_use.providers.openai_compat.dialects.base import (
     ParseError,
     RawCall,
     Translator,
+    keys_of,
     raw_calls,
     strip_tool_call_blocks,
     thought_of,
@@ -176,6 +177,8 @@ def _translate(t: Translator, call: RawCall) -> None:
         args["x"], args["y"] = t.at(_point_of(args, "x", "y", _BOX_KEYS))
     elif name == "drag_and_drop":
         _drag(t, args)
+    elif name == "hotkey" and isinstance(args.get("keys"), str):
+        args["keys"] = keys_of(args["keys"])  # "ctrl+c"
     elif _POINT_KEYS & args.keys():
         raise ParseError(f"{name} takes no point; click first, then call {name}.")
     if name == "type" and isinstance(args.get("text"), str):

@@ -243,7 +243,8 @@ def _translate(t: Translator, name: str, args: Mapping[str, Any]) -> None:
 
 def _split(text: str) -> tuple[str, str]:
     """(thought, action text) of a reply; ParseError when there is no ``Action:``."""
-    marker = re.search(r"(?:^|\n)\s*Action\s*:", text)
+    markers = list(re.finditer(r"(?<![\w])Action\s*:", text))
+    marker = markers[-1] if markers else None
     if marker is None:
         raise ParseError("No 'Action:' line: answer with 'Thought: ...' then 'Action: ...'.")
     return thought_of(text[: marker.start()]), text[marker.end() :]
