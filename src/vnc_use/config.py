@@ -10,6 +10,8 @@ variable                     what it sets
 ``GOOGLE_API_KEY``           the Gemini API key (wins over ``GEMINI_API_KEY``, as in the SDK)
 ``GEMINI_API_KEY``           the Gemini API key, when ``GOOGLE_API_KEY`` is not set
 ``GOOGLE_GEMINI_BASE_URL``   another Gemini endpoint (a proxy, the test stand-in)
+``OPENAI_API_KEY``           the key of an OpenAI-compatible server (optional: local servers
+                             need none, and a placeholder is sent when it is unset)
 ``VNC_PASSWORD``             the VNC password (``--vnc-password`` shows in the process list)
 ``VNC_USERNAME``             the user name of servers that ask for one (macOS, VeNCrypt Plain)
 ``VNC_VIEW_PASSWORD``        the view-only password ``vnc-use view`` may use
@@ -35,6 +37,7 @@ __all__ = [
     "gemini_api_key",
     "gemini_base_url",
     "novnc_dir",
+    "openai_api_key",
     "secret_values",
     "sensitive_value",
     "vnc_password",
@@ -51,7 +54,13 @@ NOVNC_DIR_VARIABLE = "VNC_USE_NOVNC_DIR"
 SECRET_PREFIX = "VNC_USE_SECRET_"
 """``--sensitive NAME`` reads its value from ``VNC_USE_SECRET_<NAME>``."""
 
-_SECRET_VARIABLES = ("GOOGLE_API_KEY", "GEMINI_API_KEY", "VNC_PASSWORD", "VNC_VIEW_PASSWORD")
+_SECRET_VARIABLES = (
+    "GOOGLE_API_KEY",
+    "GEMINI_API_KEY",
+    "OPENAI_API_KEY",
+    "VNC_PASSWORD",
+    "VNC_VIEW_PASSWORD",
+)
 
 
 def _get(name: str) -> str | None:
@@ -70,6 +79,13 @@ def gemini_api_key() -> str | None:
 def gemini_base_url() -> str | None:
     """``GOOGLE_GEMINI_BASE_URL``, the endpoint the Gemini SDK uses instead of Google's."""
     return _get("GOOGLE_GEMINI_BASE_URL")
+
+
+def openai_api_key() -> str | None:
+    """``OPENAI_API_KEY``, stripped: the key of an OpenAI-compatible server; ``None`` when
+    unset (local servers need none)."""
+    key = _get("OPENAI_API_KEY")
+    return key.strip() if key else None
 
 
 def vnc_password() -> str | None:

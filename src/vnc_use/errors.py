@@ -36,11 +36,15 @@ class PlannerError(VncUseError):
 
 
 class ApiError(PlannerError):
-    """The Gemini API answered with an error status (after any retries)."""
+    """The model's API answered with an error status (after any retries); ``api`` names it
+    in the message (the Gemini API unless told otherwise)."""
 
-    def __init__(self, status_code: int, status: str | None, message: str) -> None:
+    def __init__(
+        self, status_code: int, status: str | None, message: str, *, api: str = "Gemini API"
+    ) -> None:
         self.status_code = status_code
         self.status = status
         self.message = message
+        self.api = api
         label = f"{status_code} {status}" if status else str(status_code)
-        super().__init__(f"Gemini API error {label}: {message}")
+        super().__init__(f"{api} error {label}: {message}")
