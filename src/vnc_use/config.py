@@ -10,6 +10,9 @@ variable                     what it sets
 ``GOOGLE_API_KEY``           the Gemini API key (wins over ``GEMINI_API_KEY``, as in the SDK)
 ``GEMINI_API_KEY``           the Gemini API key, when ``GOOGLE_API_KEY`` is not set
 ``GOOGLE_GEMINI_BASE_URL``   another Gemini endpoint (a proxy, the test stand-in)
+``GEMINI_API_VERSION``       the Gemini API version requests go to (default ``v1beta``)
+``GOOGLE_GENAI_API_VERSION`` the same, the SDK's own name (``beta`` means ``v1beta``); read
+                             when ``GEMINI_API_VERSION`` is not set
 ``VNC_PASSWORD``             the VNC password (``--vnc-password`` shows in the process list)
 ``VNC_USERNAME``             the user name of servers that ask for one (macOS, VeNCrypt Plain)
 ``VNC_VIEW_PASSWORD``        the view-only password ``vnc-use view`` may use
@@ -27,12 +30,14 @@ from collections.abc import Iterable
 from pathlib import Path
 
 __all__ = [
+    "API_VERSION_VARIABLE",
     "DESKTOP_DIR_VARIABLE",
     "NOVNC_DIR_VARIABLE",
     "SECRET_PREFIX",
     "child_environment",
     "desktop_state_dir",
     "gemini_api_key",
+    "gemini_api_version",
     "gemini_base_url",
     "novnc_dir",
     "secret_values",
@@ -41,6 +46,9 @@ __all__ = [
     "vnc_username",
     "vnc_view_password",
 ]
+
+API_VERSION_VARIABLE = "GEMINI_API_VERSION"
+"""Chooses the Gemini API version (``v1beta``, ``v1``, ...) when no setting or flag does."""
 
 DESKTOP_DIR_VARIABLE = "VNC_USE_DESKTOP_DIR"
 """Overrides where the local desktop (``vnc-use desktop``) keeps its state."""
@@ -70,6 +78,18 @@ def gemini_api_key() -> str | None:
 def gemini_base_url() -> str | None:
     """``GOOGLE_GEMINI_BASE_URL``, the endpoint the Gemini SDK uses instead of Google's."""
     return _get("GOOGLE_GEMINI_BASE_URL")
+
+
+def gemini_api_version() -> str | None:
+    """``GEMINI_API_VERSION``, else the SDK's ``GOOGLE_GENAI_API_VERSION`` (its ``beta`` read as
+    ``v1beta``, as the SDK does), stripped; ``None`` when neither is set."""
+    version = _get(API_VERSION_VARIABLE)
+    if version:
+        return version.strip()
+    sdk = _get("GOOGLE_GENAI_API_VERSION")
+    if not sdk:
+        return None
+    return "v1beta" if sdk.strip() == "beta" else sdk.strip()
 
 
 def vnc_password() -> str | None:
