@@ -292,6 +292,63 @@ def test_kill_9_mid_run_then_resume_from_a_new_process(
     assert [(e["x"], e["y"]) for e in probe.log.events("press")] == [(144, 90), (288, 180)]
 
 
+# ------------------------------------------------------------------ API version (issue 17 item 6)
+
+
+@pytest.mark.desktop
+def test_requests_go_to_v1beta_unless_the_user_chooses(
+    desktop: TestDesktop, gemini: GeminiStandIn, tmp_path: Path
+) -> None:
+    """google-genai 3 sends /v1/; Google's Computer Use examples all use v1beta. The default is
+    v1beta; ``GEMINI_API_VERSION`` and ``--api-version`` choose another; run.json keeps it."""
+    gemini.api_versions = ("v1", "v1beta")
+    gemini.script(Reply.text("one"), Reply.text("two"), Reply.text("three"))
+    base = ["--vnc", desktop.server, "--task", "Look", "--runs-dir", str(tmp_path)]
+    runs = {
+        "default": ([], {}),
+        "by-env": ([], {"GEMINI_API_VERSION": "v1"}),
+        "by-flag": (["--api-version", "v1"], {"GEMINI_API_VERSION": "v1beta"}),  # flag wins
+    }
+    for thread, (flags, env) in runs.items():
+        proc = run_cli(["run", *base, "--thread-id", thread, *flags], desktop, env=env)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert [r.path.split("/")[1] for r in gemini.requests] == ["v1beta", "v1", "v1"]
+    kept = {t: json.loads((tmp_path / t / "run.json").read_text())["api_version"] for t in runs}
+    assert kept == {"default": "v1beta", "by-env": "v1", "by-flag": "v1"}
+
+
+@pytest.mark.desktop
+def test_resume_goes_to_the_runs_api_version(
+    desktop: TestDesktop, gemini: GeminiStandIn, tmp_path: Path
+) -> None:
+    gemini.api_versions = ("v1", "v1beta")
+    gemini.script(Reply.error(400, "a bad request, once"), Reply.text("resumed"))
+    base = ["--runs-dir", str(tmp_path)]
+    args = ["--vnc", desktop.server, "--task", "Look", "--thread-id", "v1run"]
+    proc = run_cli(["run", *args, "--api-version", "v1", *base], desktop)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert json.loads((tmp_path / "v1run" / "run.json").read_text())["api_version"] == "v1"
+    proc = run_cli(["resume", "v1run", *base], desktop)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "answer: resumed" in proc.stdout
+    assert [r.api_version for r in gemini.requests] == ["v1", "v1"]
+
+
+@pytest.mark.desktop
+def test_a_version_the_api_does_not_serve_ends_the_run_with_the_fix(
+    desktop: TestDesktop, gemini: GeminiStandIn, tmp_path: Path
+) -> None:
+    gemini.script(Reply.text("never sent"))  # the stand-in serves v1beta only
+    args = ["--vnc", desktop.server, "--task", "Look", "--thread-id", "nov1"]
+    proc = run_cli(["run", *args, "--api-version", "v1", "--runs-dir", str(tmp_path)], desktop)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "status: error" in proc.stdout
+    line = _one_line_error(proc)
+    assert "404" in line and "API version v1" in line
+    assert "--api-version v1beta" in line and "GEMINI_API_VERSION" in line
+    assert [r.api_version for r in gemini.requests] == ["v1"] and gemini.remaining == 1
+
+
 # ------------------------------------------------------------------ bad input, one line each
 
 

@@ -104,7 +104,7 @@ def assert_desktop_requests(gemini: GeminiStandIn) -> None:
     """Every request had the documented 3.5 desktop tool and broke no contract rule."""
     assert gemini.requests
     for req in gemini.requests:
-        assert req.path == f"/v1/models/{MODEL}:generateContent"
+        assert req.path == f"/v1beta/models/{MODEL}:generateContent"
         assert req.tools() == [{"computerUse": {"environment": "ENVIRONMENT_DESKTOP"}}]
     assert not gemini.violations and not gemini.exhausted
 

@@ -101,15 +101,57 @@ def test_request_carries_tool_task_png_and_key(
     assert not gemini.violations and not gemini.exhausted
 
 
-@pytest.mark.parametrize(("api_version", "prefix"), [(None, "/v1/"), ("v1beta", "/v1beta/")])
+@pytest.mark.parametrize(
+    ("api_version", "env", "prefix"),
+    [
+        (None, {}, "/v1beta/"),  # not the SDK's own default, v1
+        ("v1beta", {}, "/v1beta/"),
+        ("v1", {}, "/v1/"),
+        (None, {"GEMINI_API_VERSION": "v1"}, "/v1/"),
+        (None, {"GOOGLE_GENAI_API_VERSION": "v1"}, "/v1/"),  # the SDK's variable still counts
+        (None, {"GEMINI_API_VERSION": "v1beta", "GOOGLE_GENAI_API_VERSION": "v1"}, "/v1beta/"),
+        ("v1beta", {"GEMINI_API_VERSION": "v1"}, "/v1beta/"),  # the setting wins
+    ],
+)
 def test_path_follows_api_version_and_model(
-    gemini: GeminiStandIn, make_planner: Factory, api_version: str | None, prefix: str
+    gemini: GeminiStandIn,
+    make_planner: Factory,
+    monkeypatch: pytest.MonkeyPatch,
+    api_version: str | None,
+    env: dict[str, str],
+    prefix: str,
 ) -> None:
+    gemini.api_versions = ("v1", "v1beta")
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
     gemini.script(Reply.text("ok"))
     planner = make_planner(api_version=api_version, model="gemini-3-flash-preview")
+    assert planner.run_settings()["api_version"] == prefix.strip("/")
     ask(planner, "hi")
     assert gemini.last_request.path == f"{prefix}models/gemini-3-flash-preview:generateContent"
     assert gemini.last_request.image_parts() == []  # no initial screenshot given
+
+
+@pytest.mark.parametrize("bad", ["1beta", "beta", "v1/models", "latest"])
+def test_a_malformed_api_version_is_refused_before_any_request(
+    gemini: GeminiStandIn, make_planner: Factory, bad: str
+) -> None:
+    with pytest.raises(ConfigError, match="not a Gemini API version"):
+        make_planner(api_version=bad)
+    assert gemini.requests == []
+
+
+def test_a_version_that_does_not_serve_the_model_names_the_version_and_the_fix(
+    gemini: GeminiStandIn, make_planner: Factory
+) -> None:
+    gemini.script(Reply.text("never sent"))
+    with pytest.raises(ApiError) as caught:
+        ask(make_planner(api_version="v1"))
+    message = str(caught.value)
+    assert caught.value.status_code == 404 and "\n" not in message
+    assert "is not found for API version v1" in message
+    assert "--api-version v1beta" in message and "GEMINI_API_VERSION" in message
+    assert gemini.remaining == 1
 
 
 def test_explicit_base_url_and_key_win_over_env(gemini: GeminiStandIn) -> None:
@@ -809,7 +851,7 @@ def test_gemini_35_request_matches_the_documented_shape(
     proposal = planner.propose(turns, store.load, 3)
 
     req = gemini.last_request
-    assert req.path == "/v1/models/gemini-3.5-flash:generateContent"
+    assert req.path == "/v1beta/models/gemini-3.5-flash:generateContent"
     assert req.tools() == [{"computerUse": {"environment": "ENVIRONMENT_DESKTOP"}}]
     assert [list(p) for p in req.contents()[0]["parts"]] == [["text"], ["inlineData"]]
     assert [(c["name"], c["args"]) for c in proposal.calls] == [

@@ -115,13 +115,37 @@ def test_replies_are_camel_case_like_the_real_api(gemini: GeminiStandIn) -> None
     assert body["responseId"] == "standin-0"
 
 
-@pytest.mark.parametrize("path", [CU_PATH, f"/v1/models/{DEFAULT_MODEL}:generateContent?alt=json"])
-def test_both_api_versions_and_query_params_are_served(gemini: GeminiStandIn, path: str) -> None:
+def test_v1beta_and_query_params_are_served(gemini: GeminiStandIn) -> None:
     gemini.script(Reply.text("ok"))
-    status, _ = _post(gemini.base_url + path, _request(_user_text()))
+    status, _ = _post(gemini.base_url + CU_PATH + "?alt=json", _request(_user_text()))
     assert status == 200
     assert gemini.last_request.model == DEFAULT_MODEL
-    assert gemini.last_request.api_version == path.split("/")[1]
+    assert gemini.last_request.api_version == "v1beta"
+
+
+def test_a_version_not_served_gets_the_apis_404(gemini: GeminiStandIn) -> None:
+    """Rule 13: v1beta only by default; another version is answered as Google's front end
+    answers a model the version does not serve, and consumes no script item."""
+    gemini.script(Reply.text("ok"))
+    v1_path = f"/v1/models/{DEFAULT_MODEL}:generateContent"
+    status, body = _post(gemini.base_url + v1_path, _request(_user_text()))
+    assert status == 404
+    assert body["error"] == {
+        "code": 404,
+        "message": f"models/{DEFAULT_MODEL} is not found for API version v1, or is not "
+        "supported for generateContent. Call ListModels to see the list of available models "
+        "and their supported methods.",
+        "status": "NOT_FOUND",
+    }
+    assert [v.rule for v in gemini.violations] == ["api_version"]
+    assert gemini.last_request.api_version == "v1" and gemini.remaining == 1
+
+    with GeminiStandIn([Reply.text("v1 too")], api_versions=("v1", "v1beta")) as both:
+        for path in (v1_path, CU_PATH):
+            status, _ = _post(both.base_url + path, _request(_user_text()))
+            assert status == 200
+        assert [r.api_version for r in both.requests] == ["v1", "v1beta"]
+        assert not both.violations
 
 
 def test_unknown_paths_and_bad_json_get_api_errors(gemini: GeminiStandIn) -> None:
@@ -372,6 +396,8 @@ def test_command_line_serves_a_json_script(tmp_path: Path) -> None:
         assert body["candidates"][0]["content"]["parts"] == [
             {"functionCall": {"name": "search", "args": {}}}
         ]
+        status, _ = _post(base_url + CU_PATH.replace("v1beta", "v1"), _request(_user_text()))
+        assert status == 404  # v1beta only, unless --api-version says otherwise
     finally:
         proc.terminate()
         proc.wait(timeout=10)
@@ -379,8 +405,8 @@ def test_command_line_serves_a_json_script(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------ model families (rules 6, 7)
 
-G35_PATH = "/v1/models/gemini-3.5-flash:generateContent"
-G3_PATH = "/v1/models/gemini-3-flash-preview:generateContent"
+G35_PATH = "/v1beta/models/gemini-3.5-flash:generateContent"
+G3_PATH = "/v1beta/models/gemini-3-flash-preview:generateContent"
 
 
 def _cu(environment: str | None = None, excluded: list[str] | None = None) -> dict[str, Any]:

@@ -12,6 +12,9 @@ variable                     what it sets
 ``GOOGLE_GEMINI_BASE_URL``   another Gemini endpoint (a proxy, the test stand-in)
 ``OPENAI_API_KEY``           the key of an OpenAI-compatible server (optional: local servers
                              need none, and a placeholder is sent when it is unset)
+``GEMINI_API_VERSION``       the Gemini API version requests go to (default ``v1beta``)
+``GOOGLE_GENAI_API_VERSION`` the same, the SDK's own name (``beta`` means ``v1beta``); read
+                             when ``GEMINI_API_VERSION`` is not set
 ``VNC_PASSWORD``             the VNC password (``--vnc-password`` shows in the process list)
 ``VNC_USERNAME``             the user name of servers that ask for one (macOS, VeNCrypt Plain)
 ``VNC_VIEW_PASSWORD``        the view-only password ``vnc-use view`` may use
@@ -29,12 +32,14 @@ from collections.abc import Iterable
 from pathlib import Path
 
 __all__ = [
+    "API_VERSION_VARIABLE",
     "DESKTOP_DIR_VARIABLE",
     "NOVNC_DIR_VARIABLE",
     "SECRET_PREFIX",
     "child_environment",
     "desktop_state_dir",
     "gemini_api_key",
+    "gemini_api_version",
     "gemini_base_url",
     "novnc_dir",
     "openai_api_key",
@@ -44,6 +49,9 @@ __all__ = [
     "vnc_username",
     "vnc_view_password",
 ]
+
+API_VERSION_VARIABLE = "GEMINI_API_VERSION"
+"""Chooses the Gemini API version (``v1beta``, ``v1``, ...) when no setting or flag does."""
 
 DESKTOP_DIR_VARIABLE = "VNC_USE_DESKTOP_DIR"
 """Overrides where the local desktop (``vnc-use desktop``) keeps its state."""
@@ -86,6 +94,18 @@ def openai_api_key() -> str | None:
     unset (local servers need none)."""
     key = _get("OPENAI_API_KEY")
     return key.strip() if key else None
+
+
+def gemini_api_version() -> str | None:
+    """``GEMINI_API_VERSION``, else the SDK's ``GOOGLE_GENAI_API_VERSION`` (its ``beta`` read as
+    ``v1beta``, as the SDK does), stripped; ``None`` when neither is set."""
+    version = _get(API_VERSION_VARIABLE)
+    if version:
+        return version.strip()
+    sdk = _get("GOOGLE_GENAI_API_VERSION")
+    if not sdk:
+        return None
+    return "v1beta" if sdk.strip() == "beta" else sdk.strip()
 
 
 def vnc_password() -> str | None:

@@ -128,7 +128,7 @@ def act(state: CUAState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         return end_blocked(ctx, "act", blocked_call_reason(first))
     c = _begin(ctx, state)
     t_act = time.monotonic()
-    custom = ctx.planner.is_custom(c.call["name"]) and c.outcome is Outcome.NEW
+    custom = ctx.planner.is_custom(c.call["name"])
     result = _run_custom(ctx, c) if custom else _run_action(ctx, c)
     result.action_ms = round((time.monotonic() - t_act) * 1000, 1)
     if not custom:
@@ -157,12 +157,40 @@ def _begin(ctx: AgentContext, state: CUAState) -> _Call:
     return _Call(call, pending, index, step, key, outcome, approved, sha, size)
 
 
+RESTART_NOTE_KEY = "vnc_use_note"
+"""The key of the note added to a custom function's recorded result when a resumed run sends
+it again (a key of vnc-use's own, so it never hides one of the function's)."""
+
+_CUSTOM_DONE_NOTE = (
+    "This function ran before vnc-use restarted; this is its recorded result (it was not run "
+    "again)."
+)
+
+
 def _run_custom(ctx: AgentContext, c: _Call) -> _Result:
-    """Run one of the caller's own functions (journaled like an action; no screenshot)."""
+    """Run one of the caller's own functions, journaled like an action, its result with it; no
+    screenshot.
+
+    After a restart it is answered from the journal like a desktop action: one that returned is
+    not run again, and the model gets its recorded result with a note saying so; one that may
+    or may not have run, and was settled not to repeat, is answered with that error.
+    """
     name = c.call["name"]
+    if c.outcome is Outcome.DONE:
+        recorded = ctx.journal.output(c.key) or {}  # {}: journaled without its result
+        output = {**recorded, RESTART_NOTE_KEY: _CUSTOM_DONE_NOTE}
+        note = "performed before the agent restarted; not repeated"
+        return _Result(error=recorded.get("error"), note=note, output=output, size=c.size)
+    if c.outcome is Outcome.UNKNOWN:
+        error = (
+            "The outcome of this function is unknown: vnc-use stopped while running it and did "
+            "not run it again."
+        )
+        note = "outcome unknown; not repeated"
+        return _Result(error=error, note=note, output={"error": error}, size=c.size)
     ctx.journal.dispatched(c.key, name, c.step)
     output = ctx.planner.run_custom_function(c.call)
-    ctx.journal.done(c.key, name, c.step)
+    ctx.journal.done(c.key, name, c.step, output)
     return _Result(error=output.get("error"), output=output, size=c.size)
 
 

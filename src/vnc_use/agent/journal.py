@@ -6,7 +6,8 @@ fsynced) before it sends an action, and ``done`` once a screenshot round trip ha
 server received it. When ``act`` starts for a call, the journal tells it what happened before:
 
 - nothing: a fresh call, run it;
-- ``done``: it ran, and only the checkpoint was lost: do not run it again;
+- ``done``: it ran, and only the checkpoint was lost: do not run it again (a custom function's
+  ``done`` carries its result, which answers the model again);
 - ``dispatched`` without ``done``: it may or may not have happened. It is never silently
   re-executed: a person decides (``hitl_mode``), or the model is told the outcome is unknown.
 
@@ -19,6 +20,7 @@ import json
 import os
 import threading
 import time
+from collections.abc import Mapping
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -50,7 +52,10 @@ class Journal:
         self._lock = threading.Lock()
 
     def _append(self, record: dict[str, Any]) -> None:
-        line = json.dumps({"ts": round(time.time(), 3), **record}, ensure_ascii=False) + "\n"
+        # default=str: a custom function's result that is not quite JSON is kept as text
+        # rather than failing after the function ran
+        line = json.dumps({"ts": round(time.time(), 3), **record}, ensure_ascii=False, default=str)
+        line += "\n"
         with self._lock:
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             try:
@@ -91,9 +96,21 @@ class Journal:
         """Record that the action is about to be sent (before any byte goes out)."""
         self._append({"key": key, "state": "dispatched", "name": name, "step": step})
 
-    def done(self, key: str, name: str, step: int) -> None:
-        """Record that the server has received the action."""
-        self._append({"key": key, "state": "done", "name": name, "step": step})
+    def done(self, key: str, name: str, step: int, output: Mapping[str, Any] | None = None) -> None:
+        """Record that the server has received the action, or that a custom function returned
+        ``output`` (kept, so a resumed run answers the model with the same result)."""
+        record: dict[str, Any] = {"key": key, "state": "done", "name": name, "step": step}
+        if output is not None:
+            record["output"] = dict(output)
+        self._append(record)
+
+    def output(self, key: str) -> dict[str, Any] | None:
+        """The result recorded with call ``key``'s ``done`` (custom functions), if any."""
+        for record in reversed(self.records(key)):
+            if record.get("state") == "done":
+                found = record.get("output")
+                return dict(found) if isinstance(found, dict) else None
+        return None
 
     def resolved(self, key: str, decision: str, step: int) -> None:
         """Record how an uncertain action was settled (``again`` or ``unknown``)."""

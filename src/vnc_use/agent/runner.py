@@ -80,7 +80,8 @@ class VncUseAgent:
     functions, ``gemini-3.5-flash`` the intent-bearing set); ``model_family`` names the family
     for an id it does not know. ``environment`` is ``"browser"`` or ``"desktop"`` (default: the
     family's, desktop for 3.5); on a desktop the 2.5 / 3 browser-only functions are excluded
-    unless ``keep_browser_actions=True``.
+    unless ``keep_browser_actions=True``. ``api_version`` is the Gemini API version requests go
+    to (default ``GEMINI_API_VERSION``, else ``v1beta``); run.json keeps it.
 
     ``desktop`` runs the agent on any :class:`~vnc_use.desktops.base.Desktop` instead of a VNC
     server (e.g. :class:`vnc_use.testing.FakeDesktop` in tests); the agent then uses it as
@@ -107,6 +108,7 @@ class VncUseAgent:
         environment: str | None = None,
         model_family: str | None = None,
         keep_browser_actions: bool = False,
+        api_version: str | None = None,
         planner: Planner | None = None,
         keep_screenshots: int | None = None,
         checkpoint_db: str | Path | None = None,
@@ -162,6 +164,7 @@ class VncUseAgent:
             environment=environment,
             family=model_family,
             keep_browser_actions=keep_browser_actions,
+            api_version=api_version,
         )
         self.on_event = on_event
         self.sensitive_text = dict(sensitive_text or {})

@@ -117,6 +117,14 @@ def register(sub: Any) -> None:
         action="store_true",
         help="on a desktop, keep navigate/search/go_back/... (2.5 and 3 Flash families)",
     )
+    run.add_argument(
+        "--api-version",
+        default=None,
+        metavar="VERSION",
+        help="Gemini API version requests go to (default: the GEMINI_API_VERSION environment "
+        "variable, else v1beta, the version of Google's Computer Use examples); kept for "
+        "approve/deny/resume",
+    )
     run.add_argument("--no-hitl", action="store_true", help="never ask: deny risky actions")
     run.add_argument(
         "--no-initial-screenshot", action="store_true", help="send the task without a screenshot"
@@ -248,6 +256,7 @@ def _make_agent(args: argparse.Namespace, saved: dict[str, Any] | None) -> Any:
             environment=args.environment,
             model_family=args.model_family,
             keep_browser_actions=args.keep_browser_actions,
+            api_version=args.api_version,
         )
     else:
         for key in (
@@ -263,8 +272,9 @@ def _make_agent(args: argparse.Namespace, saved: dict[str, Any] | None) -> Any:
             kwargs["excluded_actions"] = saved["excluded_actions"]
         if saved.get("model"):
             kwargs["model"] = saved["model"]
-        # the run's own, so the model is sent the same tools after approve/deny/resume
-        for key in ("environment", "model_family", "keep_browser_actions"):
+        # the run's own, so the model is sent the same tools, at the same API version, after
+        # approve/deny/resume
+        for key in ("environment", "model_family", "keep_browser_actions", "api_version"):
             if saved.get(key):
                 kwargs[key] = saved[key]
     return VncUseAgent(**kwargs)

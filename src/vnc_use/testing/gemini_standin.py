@@ -1,8 +1,9 @@
 """A local stand-in for the Gemini API that the real ``google-genai`` SDK can talk to.
 
-It serves ``POST /{v1,v1beta}/models/{model}:generateContent`` on 127.0.0.1 (an ephemeral
-port by default) from a *script* of replies, records every request, and checks the
-Computer Use contract like the real service, answering an error when it is broken:
+It serves ``POST /v1beta/models/{model}:generateContent`` on 127.0.0.1 (an ephemeral
+port by default; ``api_versions`` names other versions to serve, see rule 13) from a
+*script* of replies, records every request, and checks the Computer Use contract like the
+real service, answering an error when it is broken:
 
 1. a Computer Use model (name containing ``computer-use``) needs a ``computerUse`` tool (400);
 2. every inline image (user parts and function-response parts) is ``image/png`` and decodes
@@ -41,7 +42,11 @@ Computer Use contract like the real service, answering an error when it is broke
     .parts: contents.parts must not be empty.", rule ``empty_parts``);
 11. a function response's ``parts`` hold inline images only (rule ``function_response_parts``);
 12. a function response carries the ``id`` of the call it answers (both absent is fine; rule
-    ``function_response_id``).
+    ``function_response_id``);
+13. the path's API version is one the stand-in serves (``api_versions``, default ``v1beta``
+    only, the version of every documented Computer Use example): another gets the API's 404
+    NOT_FOUND for a model a version does not serve, "models/<model> is not found for API
+    version v1, or is not supported for generateContent. ..." (rule ``api_version``).
 
 Rules 8-12 (:data:`STRICT_RULES`) take the real API's wording as reported from the live service
 in public issue threads, except rules 11 and 12, whose wording is the stand-in's own (Google
@@ -72,7 +77,7 @@ and sets :attr:`GeminiStandIn.exhausted`.
 
 Command line (for people)::
 
-    python -m vnc_use.testing.gemini_standin --script script.json [--port N]
+    python -m vnc_use.testing.gemini_standin --script script.json [--port N] [--api-version V]
 
 prints the base URL and serves until interrupted; every refused request is reported on
 stderr. ``script.json`` is a JSON list; each item is
@@ -114,6 +119,7 @@ from PIL import Image
 from vnc_use.testing.gemini_schema import schema_problems
 
 __all__ = [
+    "DEFAULT_API_VERSIONS",
     "ENVIRONMENT_FUNCTIONS",
     "EXHAUSTED_TEXT",
     "MAX_REQUEST_BYTES",
@@ -189,11 +195,14 @@ _NO_KEY_MESSAGE = (
     "Please use API Key or other form of API consumer identity to call this API."
 )
 _PATH_RE = re.compile(
-    r"^/(?P<version>v1|v1beta|v1alpha|v1beta1)/"
+    r"^/(?P<version>v[0-9]+(?:(?:alpha|beta)[0-9]*)?)/"
     r"(?:projects/[^/]+/locations/[^/]+/publishers/google/)?"
     r"models/(?P<model>[^/:]+):generateContent$"
 )
 _PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+DEFAULT_API_VERSIONS = ("v1beta",)
+"""The API versions a stand-in serves unless told otherwise (rule 13)."""
 
 # Google's documented function names (kept here as literals, independent of vnc_use.actions,
 # so that the stand-in checks the client against the documentation, not against itself).
@@ -954,8 +963,11 @@ class GeminiStandIn:
         expected_api_key: str | None = None,
         sign_calls: bool | None = None,
         max_request_bytes: int = MAX_REQUEST_BYTES,
+        api_versions: Sequence[str] = DEFAULT_API_VERSIONS,
     ) -> None:
         self.host = host
+        self.api_versions: tuple[str, ...] = tuple(api_versions)
+        """The API versions served; a request to another gets 404 (rule 13)."""
         self.max_request_bytes = max_request_bytes
         """Bodies larger than this are refused (rule 8)."""
         self.port = port
@@ -1128,9 +1140,22 @@ class GeminiStandIn:
             return self._error(
                 404,
                 f"Not found: {rec.method} {rec.path} (the stand-in serves "
-                f"POST /v1|v1beta/models/<model>:generateContent).",
+                f"POST /{'|'.join(self.api_versions)}/models/<model>:generateContent).",
             )
         rec.model, rec.api_version = match["model"], match["version"]
+        if rec.api_version not in self.api_versions:
+            return self._refuse(
+                rec,
+                [
+                    (
+                        404,
+                        "api_version",
+                        f"models/{rec.model} is not found for API version {rec.api_version}, "
+                        f"or is not supported for generateContent. Call ListModels to see the "
+                        f"list of available models and their supported methods.",
+                    )
+                ],
+            )
         if bad_json:
             return self._error(400, "Invalid JSON payload received.")
         problems = check_contract(rec.body, rec.headers, rec.model, self.expected_api_key)
@@ -1253,12 +1278,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Serve a scripted Gemini API on 127.0.0.1.")
     parser.add_argument("--script", required=True, help="JSON file: a list of reply items")
     parser.add_argument("--port", type=int, default=0, help="port (default: any free port)")
+    parser.add_argument(
+        "--api-version",
+        action="append",
+        default=None,
+        metavar="VERSION",
+        help="an API version to serve (repeat for several; default: v1beta)",
+    )
     args = parser.parse_args(argv)
     with open(args.script, encoding="utf-8") as fh:
         items = json.load(fh)
     if not isinstance(items, list):
         parser.error("the script must be a JSON list")
-    standin = GeminiStandIn([Reply.from_json(i) for i in items], port=args.port)
+    standin = GeminiStandIn(
+        [Reply.from_json(i) for i in items],
+        port=args.port,
+        api_versions=args.api_version or DEFAULT_API_VERSIONS,
+    )
     add_violation_listener(_print_violation)
     standin.start()
     print(standin.base_url, flush=True)

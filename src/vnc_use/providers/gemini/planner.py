@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -53,6 +54,7 @@ from vnc_use.providers.gemini.families import (
 )
 
 __all__ = [
+    "DEFAULT_API_VERSION",
     "DEFAULT_BASE_URL",
     "DEFAULT_MODEL",
     "RETRY_STATUS_CODES",
@@ -69,6 +71,12 @@ DEFAULT_MODEL = "gemini-2.5-computer-use-preview-10-2025"
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/"
 """Where the SDK sends Developer API requests when no base URL is configured."""
+
+DEFAULT_API_VERSION = "v1beta"
+"""The API version requests go to unless chosen otherwise: every documented Computer Use REST
+example uses ``v1beta`` (google-genai 3 would send ``v1``, where the tool is not documented)."""
+
+_API_VERSION_RE = re.compile(r"v[0-9]+(?:(?:alpha|beta)[0-9]*)?")
 
 RETRY_STATUS_CODES: tuple[int, ...] = (408, 429, 500, 502, 503, 504)
 """HTTP statuses the SDK retries (with exponential backoff) before giving up."""
@@ -141,8 +149,10 @@ class GeminiComputerUse:
     ``excluded_predefined_functions``, together with the environment's default exclusions);
     ``custom_functions`` add your own. ``api_key`` falls back to ``GOOGLE_API_KEY`` then
     ``GEMINI_API_KEY`` (as the SDK does); ``base_url`` falls back to the SDK's own
-    ``GOOGLE_GEMINI_BASE_URL`` handling. The HTTP client is created on first use, so
-    constructing a planner never touches the network or needs a key.
+    ``GOOGLE_GEMINI_BASE_URL`` handling; ``api_version`` (the path's ``v1beta`` / ``v1``)
+    falls back to :func:`vnc_use.config.gemini_api_version`, then :data:`DEFAULT_API_VERSION`
+    (fixed when the planner is made, and kept in run.json). The HTTP client is created on
+    first use, so constructing a planner never touches the network or needs a key.
     """
 
     action_table: ActionTable = GEMINI_25_TABLE
@@ -199,7 +209,10 @@ class GeminiComputerUse:
         self.keep_screenshots = keep_screenshots
         self._api_key = api_key
         self._base_url = base_url
-        self._api_version = api_version
+        self.api_version: str = (
+            api_version or config.gemini_api_version() or DEFAULT_API_VERSION
+        ).strip()
+        """The API version every request goes to (``/v1beta/models/...``)."""
         self._client: genai.Client | None = None
         self._resolved_key: str | None = None
 
@@ -223,6 +236,11 @@ class GeminiComputerUse:
         """The tools and thinking config sent with every request (see :mod:`.request`)."""
 
     def _check_settings(self, explicit_exclusions: list[str]) -> None:
+        if not _API_VERSION_RE.fullmatch(self.api_version):
+            raise ConfigError(
+                f"API version {self.api_version!r} is not a Gemini API version; use "
+                f"{DEFAULT_API_VERSION} (the default), v1 or v1alpha."
+            )
         unknown = self.action_table.unknown_names(explicit_exclusions)
         if unknown:
             raise ConfigError(
@@ -282,7 +300,7 @@ class GeminiComputerUse:
             )
             http_options = types.HttpOptions(
                 base_url=self._base_url,  # None: the SDK reads GOOGLE_GEMINI_BASE_URL itself
-                api_version=self._api_version,
+                api_version=self.api_version,
                 timeout=int(self.http_timeout_s * 1000),
                 retry_options=retry,
             )
@@ -290,7 +308,12 @@ class GeminiComputerUse:
             # whatever GOOGLE_GENAI_USE_VERTEXAI says.
             self._client = genai.Client(vertexai=False, api_key=key, http_options=http_options)
             self._resolved_key = key
-            logger.debug("Gemini client ready: base_url=%s model=%s", self.base_url, self.model)
+            logger.debug(
+                "Gemini client ready: base_url=%s api_version=%s model=%s",
+                self.base_url,
+                self.api_version,
+                self.model,
+            )
         return self._client
 
     def _redact(self, text: str) -> str:
@@ -314,6 +337,8 @@ class GeminiComputerUse:
             )
         except genai_errors.APIError as exc:
             message = self._redact(str(exc.message or exc.details or "").replace("\n", " "))
+            if exc.code == 404:
+                message += self._not_found_hint()
             logger.warning("Gemini API error %s %s: %s", exc.code, exc.status, message)
             raise ApiError(int(exc.code), exc.status, message) from None
         except _NETWORK_ERRORS as exc:
@@ -330,6 +355,17 @@ class GeminiComputerUse:
                 f"The Gemini API at {self.base_url} answered something that is not JSON "
                 f"({detail}); is GOOGLE_GEMINI_BASE_URL pointing at the API?"
             ) from None
+
+    def _not_found_hint(self) -> str:
+        """What to do about a 404: another API version, or the model id."""
+        if self.api_version != DEFAULT_API_VERSION:
+            return (
+                f" (requests go to API version {self.api_version}, which may not serve this "
+                f"model or the Computer Use tool: use {DEFAULT_API_VERSION}, the default, with "
+                f"--api-version {DEFAULT_API_VERSION}, api_version= or "
+                f"{config.API_VERSION_VARIABLE})"
+            )
+        return f" (API version {self.api_version}; check the model id {self.model!r})"
 
     def propose(
         self,
@@ -457,13 +493,15 @@ class GeminiComputerUse:
         _ = self.client
 
     def run_settings(self) -> dict[str, Any]:
-        """The model and everything that shapes the tools it is sent (kept in run.json)."""
+        """The model, everything that shapes the tools it is sent, and the API version the
+        requests go to (kept in run.json; approve/deny/resume rebuild the planner from it)."""
         return {
             "model": self.model,
             "model_family": self.family.name,
             "environment": self.environment,
             "excluded_actions": self.excluded_actions,
             "keep_browser_actions": self.keep_browser_actions,
+            "api_version": self.api_version,
         }
 
     def is_custom(self, name: str) -> bool:
