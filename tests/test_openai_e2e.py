@@ -204,6 +204,8 @@ def inside(event: dict[str, Any], box: tuple[int, ...]) -> bool:
 def test_each_dialect_lands_on_the_widgets_it_aims_at(
     dialect: str, probe_1021: Probe, tmp_path: Path
 ) -> None:
+    """The whole agent on one dialect: every pointer event within 2 px of its target and
+    inside the aimed widget; the text, Ctrl+A and Enter reach the entry."""
     probe = probe_1021
     assert probe.size == (WIDTH, HEIGHT) and WIDTH % 28 and HEIGHT % 28
     model, make_script, image_size = DIALECTS[dialect]
@@ -219,9 +221,8 @@ def test_each_dialect_lands_on_the_widgets_it_aims_at(
         ) as agent:
             result = agent.run(task="Rename the card to Bob and move it", thread_id=dialect)
         assert not server.violations and not server.exhausted and server.remaining == 0
-        assert sizes_sent(server) == {
-            image_size
-        }  # pixel dialects: the smart-resized image, every time
+        # pixel dialects: the smart-resized image every time; the others: the screenshot
+        assert sizes_sent(server) == {image_size}
         assert max(len(r.images()) for r in server.requests) == 2  # keep_screenshots=2
     assert result.status == "done", result.error
     assert result.final_text == "Renamed to Bob and moved the card."
