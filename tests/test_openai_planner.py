@@ -259,6 +259,7 @@ def _turns() -> tuple[list[dict[str, Any]], Shots]:
     return [history.task_turn("Go", shots.add("s0"), SCREEN)], shots
 
 
+@pytest.mark.standin_refusals  # the 404 of a model that is not loaded, on purpose
 def test_model_not_loaded_is_a_404_naming_the_server_and_the_fix() -> None:
     turns, shots = _turns()
     with OpenAIStandIn([Reply.text("x")], models="other") as server:
