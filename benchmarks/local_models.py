@@ -17,7 +17,7 @@ finishes; stand-ins answer at once. Every agent keeps the last 2 screenshots
    receives: settle, screenshot, encode, checkpoint, building and sending the request), p50
    and p95 per dialect, and its ratio to Gemini's p50; the variants run in alternating blocks.
 
-Run: ``python benchmarks/local_models.py`` (about a minute on 2 cores); ``--steps`` (steps
+Run: ``python benchmarks/local_models.py`` (30-45 s on 2 cores); ``--steps`` (steps
 per run) and ``--blocks`` (runs per variant) change the sizes.
 """
 
