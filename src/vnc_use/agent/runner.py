@@ -61,7 +61,7 @@ log = logging.getLogger(__name__)
 
 
 class VncUseAgent:
-    """Drive a VNC desktop with Gemini Computer Use until the task is done or a budget ends.
+    """Drive a VNC desktop with a computer-use model until the task is done or a budget ends.
 
     >>> agent = VncUseAgent(vnc_server="localhost::5901")          # doctest: +SKIP
     >>> result = agent.run(task="Open the terminal and run 'ls'")   # doctest: +SKIP
@@ -82,6 +82,15 @@ class VncUseAgent:
     family's, desktop for 3.5); on a desktop the 2.5 / 3 browser-only functions are excluded
     unless ``keep_browser_actions=True``. ``api_version`` is the Gemini API version requests go
     to (default ``GEMINI_API_VERSION``, else ``v1beta``); run.json keeps it.
+
+    ``provider`` names who serves the model (:mod:`vnc_use.providers.registry`): ``"gemini"``
+    (default) or ``"openai-compatible"``, which needs ``base_url`` (the server's ``.../v1``)
+    and ``model``, and takes ``dialect`` (default: from the model id); the key comes from
+    ``OPENAI_API_KEY``. ``planner`` instead uses a planner you built (the provider arguments
+    are then ignored). ``keep_screenshots`` (else the one of a ``settings`` given) is how many
+    screenshots go to the model; without either, the planner's own (3 Gemini, 2
+    openai-compatible). ``confirm_actions`` (action names, or ``"all"``) always wait for a
+    person's approval, like a call the model marked for confirmation; run.json keeps it.
 
     ``desktop`` runs the agent on any :class:`~vnc_use.desktops.base.Desktop` instead of a VNC
     server (e.g. :class:`vnc_use.testing.FakeDesktop` in tests); the agent then uses it as
