@@ -22,7 +22,12 @@ from vnc_use.agent import VncUseAgent
 from vnc_use.errors import ConfigError
 from vnc_use.providers.openai_compat import OpenAICompatPlanner
 from vnc_use.testing.fake import FakeDesktop
-from vnc_use.testing.gemini_standin import FunctionCallSpec, GeminiStandIn, Reply
+from vnc_use.testing.gemini_standin import (
+    FunctionCallSpec,
+    GeminiStandIn,
+    Reply,
+    require_confirmation,
+)
 from vnc_use.testing.openai_standin import OpenAIStandIn, ToolCall
 from vnc_use.testing.openai_standin import Reply as OpenAIReply
 
@@ -117,6 +122,24 @@ def test_gemini_run_with_confirm_pauses_and_sends_no_acknowledgement(
     assert probe.log.wait_type("press")["x"] == 720
     (response,) = gemini.requests[1].function_responses()
     assert "safety_acknowledgement" not in response["response"]
+
+
+def test_run_help_names_the_providers_without_importing_openai() -> None:
+    code = (
+        "import contextlib, io, sys\n"
+        "from vnc_use.cli import main\n"
+        "out = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):\n"
+        "    main(['run', '--help'])\n"
+        "print(out.getvalue())\n"
+        "print('openai imported:', 'openai' in sys.modules)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    for option in ("--provider", "--base-url", "--dialect", "--keep-screenshots", "--confirm"):
+        assert option in proc.stdout
+    assert "openai imported: False" in proc.stdout
 
 
 @pytest.mark.parametrize(
@@ -285,3 +308,31 @@ def test_readme_local_models_commands_run_against_the_stand_in(
             assert [r.model for r in server.requests] == [model]
         (settings,) = [json.loads(p.read_text()) for p in runs.glob("*/run.json")]
         assert (settings["model"], settings["dialect"]) == (model, dialect)
+
+
+def test_policy_and_model_together_and_without_a_person(
+    gemini: GeminiStandIn, tmp_path: Path
+) -> None:
+    """A call both the model and the policy ask about is acknowledged (the model asked); with
+    hitl_mode off a policy call is denied, never run."""
+    marked = FunctionCallSpec(
+        "click_at", x=500, y=500, safety_decision=require_confirmation("Submits the form.")
+    )
+    gemini.script(Reply.calls(marked), Reply.text("done"))
+    desktop = FakeDesktop()
+    with VncUseAgent(desktop=desktop, confirm_actions=["all"], runs_dir=tmp_path / "a") as agent:
+        result = agent.run("Submit", thread_id="both")
+        assert result.pending_call and result.pending_call["asked_by"] == "model and policy"
+        assert result.pending_call["explanation"] == "Submits the form."
+        assert agent.approve("both").status == "done"
+    (response,) = gemini.requests[1].function_responses()
+    assert response["response"]["safety_acknowledgement"] == "true"
+
+    gemini.script(Reply.calls(FunctionCallSpec("click_at", x=500, y=500)), Reply.text("never"))
+    desktop = FakeDesktop()
+    with VncUseAgent(
+        desktop=desktop, confirm_actions=["click_at"], hitl_mode=False, runs_dir=tmp_path / "b"
+    ) as agent:
+        result = agent.run("Click", thread_id="nohitl")
+    assert result.status == "denied" and "approval policy" in (result.error or "")
+    assert desktop.events_of("click") == []
