@@ -155,6 +155,13 @@ def test_run_help_names_the_providers_without_importing_openai() -> None:
             ["unknown dialect 'klingon'", "tools, qwen3-vl"],
         ),
         (["--dialect", "tools"], ["--dialect", "--provider openai-compatible"]),
+        (
+            [
+                *("--provider", "openai-compatible", "--base-url", "http://127.0.0.1:9/v1"),
+                *("--model", "m", "--exclude", "type"),
+            ],
+            ["--exclude", "gemini provider only", "--confirm"],
+        ),
         (["--confirm", "typo"], ["unknown action 'typo'", "all", "type, type_text_at"]),
     ],
 )

@@ -34,9 +34,13 @@ _EXAMPLE_URLS = (
 )
 
 
+_FLAGS = {"excluded_actions": "--exclude"}
+"""Command-line spellings that are not the Python name with dashes."""
+
+
 def _option(name: str) -> str:
     """How a setting is spelled on the command line and in Python, for error lines."""
-    return f"--{name.replace('_', '-')} / {name}="
+    return f"{_FLAGS.get(name, '--' + name.replace('_', '-'))} / {name}="
 
 
 def make_planner(
@@ -83,7 +87,7 @@ def make_planner(
             dialect=dialect,
             keep_screenshots=keep_screenshots,
             gemini_only={
-                "exclude": excluded_actions,
+                "excluded_actions": excluded_actions,
                 "environment": environment,
                 "model_family": model_family,
                 "keep_browser_actions": keep_browser_actions,
@@ -110,7 +114,7 @@ def _openai_compatible(
                 f"--provider {OPENAI_COMPATIBLE}"
                 + (
                     " (use --confirm NAME / confirm_actions= to stop actions for approval)"
-                    if key == "exclude"
+                    if key == "excluded_actions"
                     else ""
                 )
             )
