@@ -309,7 +309,8 @@ def _call_result(c: _Call, result: _Result) -> FunctionResponseRecord:
         "id": c.call.get("id"),
         "screenshot": result.screenshot,
         "screen_size": result.size or c.size,
-        "approved": c.approved,
+        # acknowledged to the model only when the model asked (not for the approval policy)
+        "approved": c.approved and safety.model_asks(c.call),
     }
     if result.output is not None:
         record["output"] = result.output

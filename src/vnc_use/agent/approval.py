@@ -1,11 +1,19 @@
-"""Human approval of the actions the model marks for confirmation.
+"""Human approval of the actions the model marks for confirmation, or the policy names.
 
-The rule is simple and absolute: a call whose safety mark is ``needs_confirmation`` (see
-:data:`~vnc_use.providers.base.SafetyMark`) never runs without a person's approval. The Gemini
-API's terms forbid bypassing it, so with ``hitl_mode=False`` the run stops (``denied``) instead
-of running it. A call marked ``blocked`` is never shown to a person at all: ``propose`` ends the
-run (status ``blocked``) before any call of its turn runs. A marked call with invalid arguments
-goes to the gate too (the request carries its ``error``); approved, it is answered with the
+Two things send a call to a person: the model (its own mark) and the approval policy
+(``confirm_actions`` / ``--confirm NAME``: these actions always wait, for every provider, also
+for models that send no safety decision). A call the policy stops is marked ``policy`` when it
+is proposed (:func:`policy_asks`), so the mark is in the checkpoint and the gate is durable.
+On approval only a call the *model* marked is acknowledged to the model (Gemini's
+``safety_acknowledgement``; the API rejects it for a call it did not mark).
+
+The rule for the model's own mark is simple and absolute: a call whose safety mark is
+``needs_confirmation`` (see :data:`~vnc_use.providers.base.SafetyMark`) never runs without a
+person's approval. The Gemini API's terms forbid bypassing it, so with ``hitl_mode=False`` the
+run stops (``denied``) instead of running it (a policy-only call too: no person, no run). A
+call marked ``blocked`` is never shown to a person at all: ``propose`` ends the run (status
+``blocked``) before any call of its turn runs. A marked call with invalid arguments goes to the
+gate too (the request carries its ``error``); approved, it is answered with the
 error and the acknowledgement, and nothing runs.
 
 The gate is a LangGraph ``interrupt()``; LangGraph re-runs the interrupted node from its top
@@ -16,24 +24,78 @@ interrupt except read state. A human answers with :data:`APPROVE` or :data:`DENY
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Literal
 
+from vnc_use.actions import TABLES
 from vnc_use.agent.state import FunctionCallRecord
+from vnc_use.errors import ConfigError
 
 Decision = Literal["approve", "deny"]
 APPROVE: Literal["approve"] = "approve"
 DENY: Literal["deny"] = "deny"
 
 
-def needs_confirmation(call: FunctionCallRecord) -> bool:
-    """True when the model asked for a human's confirmation before ``call`` runs."""
+CONFIRM_ALL = "all"
+"""``--confirm all``: every call waits for a person."""
+
+
+def confirmable_actions() -> tuple[str, ...]:
+    """The names ``--confirm`` accepts besides ``all``: every action of the vocabulary."""
+    return tuple(sorted({name for table in TABLES for name in table.names}))
+
+
+def check_confirm_actions(names: Iterable[str]) -> tuple[str, ...]:
+    """The approval policy's action names, checked (duplicates dropped, order kept)."""
+    valid = confirmable_actions()
+    chosen: list[str] = []
+    for name in names:
+        if name != CONFIRM_ALL and name not in valid:
+            raise ConfigError(
+                f"--confirm / confirm_actions: unknown action {name!r}; use {CONFIRM_ALL} or "
+                f"action names: {', '.join(valid)}"
+            )
+        if name not in chosen:
+            chosen.append(name)
+    return tuple(chosen)
+
+
+def policy_asks(name: str, confirm_actions: Iterable[str]) -> str | None:
+    """The policy entry (``name`` or ``all``) that makes a call of ``name`` wait for a
+    person, or None."""
+    chosen = set(confirm_actions)
+    if name in chosen:
+        return name
+    return CONFIRM_ALL if CONFIRM_ALL in chosen else None
+
+
+def model_asks(call: FunctionCallRecord) -> bool:
+    """True when the model itself asked for a human's confirmation before ``call`` runs (only
+    then is an approval acknowledged to the model)."""
     return call.get("safety", "none") == "needs_confirmation"
 
 
+def needs_confirmation(call: FunctionCallRecord) -> bool:
+    """True when ``call`` waits for a person: the model asked, or the approval policy does."""
+    return model_asks(call) or bool(call.get("policy"))
+
+
+def asked_by(call: FunctionCallRecord) -> str:
+    """Who sent the call to a person: ``model``, ``policy`` or ``model and policy``."""
+    if model_asks(call):
+        return "model and policy" if call.get("policy") else "model"
+    return "policy"
+
+
 def explanation(call: FunctionCallRecord) -> str:
-    """The model's reason for asking, or a generic one."""
+    """The model's reason for asking, the approval policy's, or a generic one."""
     text = call.get("safety_explanation")
-    return str(text) if text else "The model asked for confirmation before this action."
+    if model_asks(call) or not call.get("policy"):
+        return str(text) if text else "The model asked for confirmation before this action."
+    return (
+        f"The approval policy asks before {call['name']} (--confirm {call['policy']}); "
+        "the model did not ask."
+    )
 
 
 def approval_request(
@@ -55,6 +117,7 @@ def approval_request(
         "pixels": pixels,
         "screen_size": list(screen_size) if screen_size else None,
         "explanation": explanation(call),
+        "asked_by": asked_by(call),
         "screenshot": screenshot,
     }
     if call.get("error"):

@@ -41,6 +41,9 @@ class AgentSettings:
     screenshot_max_bytes: int | None = DEFAULT_MAX_PNG_BYTES
     """Downscale a screenshot whose PNG is bigger than this (huge images fail at the API)."""
     wait_seconds: float = 5.0
+    confirm_actions: tuple[str, ...] = ()
+    """Actions that always wait for a person's approval, whatever the model says (the approval
+    policy, ``--confirm``): names of the action vocabulary, or ``"all"``."""
 
 
 @dataclass

@@ -27,7 +27,8 @@ def _pixels_of(call: FunctionCallRecord, size: tuple[int, int] | None) -> dict[s
 def _call_record(ctx: AgentContext, call: ProposedCall) -> FunctionCallRecord:
     """A proposed call, checked against the action table now: an invalid call is answered
     with its error (nothing runs); one marked for confirmation still goes to a person first,
-    whose approval is acknowledged with the error."""
+    whose approval is acknowledged with the error. A valid call the approval policy names
+    (``confirm_actions``) is marked ``policy``: it waits for a person too."""
     planner = ctx.planner
     record: FunctionCallRecord = {
         "id": call["id"],
@@ -41,6 +42,11 @@ def _call_record(ctx: AgentContext, call: ProposedCall) -> FunctionCallRecord:
         checked = planner.validate(call["name"], call["args"])
         if isinstance(checked, ActionError):
             record["error"] = checked.message
+    # the approval policy: a call that can run waits for a person (an invalid one is answered
+    # with its error and never runs, so there is nothing to approve)
+    rule = safety.policy_asks(call["name"], ctx.settings.confirm_actions)
+    if rule is not None and not record.get("error"):
+        record["policy"] = rule
     return record
 
 
@@ -149,7 +155,8 @@ def propose(state: CUAState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
 
 
 def hitl_gate(state: CUAState, runtime: Runtime[AgentContext]) -> Command[str]:
-    """Pause for a human before a call the model marked for confirmation (its safety mark).
+    """Pause for a human before a call the model marked for confirmation (its safety mark) or
+    the approval policy names (``confirm_actions``).
 
     Nothing happens before ``interrupt()`` but reading state: LangGraph re-runs this node from
     its top when the run resumes.
@@ -164,7 +171,12 @@ def hitl_gate(state: CUAState, runtime: Runtime[AgentContext]) -> Command[str]:
     if not ctx.settings.hitl_mode:
         reason = (
             f"{call['name']} requires human confirmation ({request['explanation']}) and "
-            "hitl_mode is off; it was not executed (the API's terms forbid bypassing it)."
+            "hitl_mode is off; it was not executed"
+            + (
+                " (the API's terms forbid bypassing it)."
+                if safety.model_asks(call)
+                else " (the approval policy asks a person first)."
+            )
         )
         ctx.run.event(
             "denied", node="hitl_gate", step=step, name=call["name"], reason=reason, by="policy"
@@ -177,6 +189,7 @@ def hitl_gate(state: CUAState, runtime: Runtime[AgentContext]) -> Command[str]:
         step=step,
         name=call["name"],
         explanation=request["explanation"],
+        asked_by=request["asked_by"],
         by="person",
     )
     if decision == safety.APPROVE:

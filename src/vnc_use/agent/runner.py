@@ -14,7 +14,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,7 +44,7 @@ from vnc_use.errors import (
     VncUseError,
 )
 from vnc_use.providers.base import Planner
-from vnc_use.providers.gemini.planner import DEFAULT_MODEL, GeminiComputerUse
+from vnc_use.providers.registry import make_planner
 from vnc_use.record.folder import RunFolder, check_thread_id
 from vnc_use.record.report import ReportOnRunEnd
 from vnc_use.status import RunStatus
@@ -61,7 +61,7 @@ log = logging.getLogger(__name__)
 
 
 class VncUseAgent:
-    """Drive a VNC desktop with Gemini Computer Use until the task is done or a budget ends.
+    """Drive a VNC desktop with a computer-use model until the task is done or a budget ends.
 
     >>> agent = VncUseAgent(vnc_server="localhost::5901")          # doctest: +SKIP
     >>> result = agent.run(task="Open the terminal and run 'ls'")   # doctest: +SKIP
@@ -82,6 +82,15 @@ class VncUseAgent:
     family's, desktop for 3.5); on a desktop the 2.5 / 3 browser-only functions are excluded
     unless ``keep_browser_actions=True``. ``api_version`` is the Gemini API version requests go
     to (default ``GEMINI_API_VERSION``, else ``v1beta``); run.json keeps it.
+
+    ``provider`` names who serves the model (:mod:`vnc_use.providers.registry`): ``"gemini"``
+    (default) or ``"openai-compatible"``, which needs ``base_url`` (the server's ``.../v1``)
+    and ``model``, and takes ``dialect`` (default: from the model id); the key comes from
+    ``OPENAI_API_KEY``. ``planner`` instead uses a planner you built (the provider arguments
+    are then ignored). ``keep_screenshots`` (else the one of a ``settings`` given) is how many
+    screenshots go to the model; without either, the planner's own (3 Gemini, 2
+    openai-compatible). ``confirm_actions`` (action names, or ``"all"``) always wait for a
+    person's approval, like a call the model marked for confirmation; run.json keeps it.
 
     ``desktop`` runs the agent on any :class:`~vnc_use.desktops.base.Desktop` instead of a VNC
     server (e.g. :class:`vnc_use.testing.FakeDesktop` in tests); the agent then uses it as
@@ -104,7 +113,11 @@ class VncUseAgent:
         include_initial_screenshot: bool | None = None,
         runs_dir: str | Path = "runs",
         *,
-        model: str = DEFAULT_MODEL,
+        provider: str | None = None,
+        model: str | None = None,
+        base_url: str | None = None,
+        dialect: str | None = None,
+        confirm_actions: Sequence[str] | None = None,
         environment: str | None = None,
         model_family: str | None = None,
         keep_browser_actions: bool = False,
@@ -130,6 +143,7 @@ class VncUseAgent:
             hitl_mode=hitl_mode,
             include_initial_screenshot=include_initial_screenshot,
             keep_screenshots=keep_screenshots,
+            confirm_actions=None if confirm_actions is None else tuple(confirm_actions),
         )
         if connect_timeout <= 0:
             raise ConfigError(f"connect_timeout must be positive, got {connect_timeout}")
@@ -155,17 +169,30 @@ class VncUseAgent:
         )
         self.screen_size = screen_size
         self.runs_dir = Path(runs_dir)
-        # model picks the family (action set); environment "browser" | "desktop" (None: the
-        # family's default); see vnc_use.providers.gemini.families.
-        self.planner: Planner = planner or GeminiComputerUse(
-            excluded_actions=excluded_actions,
+        # The user's own keep_screenshots (argument, else a settings= given) wins; else the
+        # planner's own (3 for Gemini, 2 for openai-compatible).
+        chosen_keep = (
+            keep_screenshots
+            if keep_screenshots is not None
+            else (settings.keep_screenshots if settings is not None else None)
+        )
+        # Gemini: model picks the family (action set); environment "browser" | "desktop"
+        # (None: the family's default); see vnc_use.providers.gemini.families.
+        self.planner: Planner = planner or make_planner(
+            provider,
             model=model,
-            keep_screenshots=self.settings.keep_screenshots,
+            base_url=base_url,
+            dialect=dialect,
+            keep_screenshots=chosen_keep,
+            excluded_actions=excluded_actions,
             environment=environment,
-            family=model_family,
+            model_family=model_family,
             keep_browser_actions=keep_browser_actions,
             api_version=api_version,
         )
+        own_keep = getattr(self.planner, "keep_screenshots", None)
+        if chosen_keep is None and isinstance(own_keep, int):
+            self.settings.keep_screenshots = own_keep
         self.on_event = on_event
         self.sensitive_text = dict(sensitive_text or {})
         for name in self.sensitive_text:
@@ -251,6 +278,8 @@ class VncUseAgent:
                 "task": task,
                 **where,
                 **self.planner.run_settings(),
+                "keep_screenshots": self.settings.keep_screenshots,
+                "confirm_actions": list(self.settings.confirm_actions),
                 "step_limit": self.settings.step_limit,
                 "seconds_timeout": self.settings.seconds_timeout,
                 "hitl_mode": self.settings.hitl_mode,
@@ -508,6 +537,7 @@ def _settings(given: AgentSettings | None, **overrides: Any) -> AgentSettings:
         raise ConfigError(f"step_limit must be at least 1, got {settings.step_limit}")
     if settings.seconds_timeout <= 0:
         raise ConfigError(f"seconds_timeout must be positive, got {settings.seconds_timeout}")
+    settings.confirm_actions = safety.check_confirm_actions(settings.confirm_actions)
     return settings
 
 

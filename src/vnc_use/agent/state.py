@@ -60,6 +60,9 @@ class FunctionCallRecord(ProposedCall):
 
     error: NotRequired[str | None]
     """Why the call cannot run (unknown name, bad arguments), found when it was proposed."""
+    policy: NotRequired[str]
+    """The approval policy's entry (an action name or ``all``; ``confirm_actions``,
+    ``--confirm``) that makes the call wait for a person, whatever the model's own mark says."""
 
 
 FunctionResponseRecord = CallResult

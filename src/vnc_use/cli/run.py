@@ -73,6 +73,16 @@ def _positive_seconds(text: str) -> float:
     return value
 
 
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text} must be 0 or more")
+    return value
+
+
 def register(sub: Any) -> None:
     """Add ``run``, ``approve``, ``deny`` and ``resume`` to the sub-command parsers."""
     run = sub.add_parser("run", help="start a run for a task")
@@ -96,9 +106,49 @@ def register(sub: Any) -> None:
     run.add_argument("--exclude", nargs="+", default=[], metavar="NAME", help="actions to forbid")
     run.add_argument("--thread-id", default=None, metavar="ID")
     run.add_argument(
+        "--provider",
+        default=None,
+        metavar="NAME",
+        help="who serves the model: gemini (default) or openai-compatible (any OpenAI-compatible "
+        "server: LM Studio, Ollama, vLLM, llama.cpp); kept for approve/deny/resume",
+    )
+    run.add_argument(
         "--model",
         default=None,
-        help="Gemini model id, e.g. gemini-3.5-flash (its family decides the action set)",
+        help="model id: for Gemini e.g. gemini-3.5-flash (its family decides the action set); "
+        "for openai-compatible the id the server lists at BASE_URL/models",
+    )
+    run.add_argument(
+        "--base-url",
+        default=None,
+        metavar="URL",
+        help="openai-compatible: the server's address, e.g. http://localhost:1234/v1 (LM Studio), "
+        "http://localhost:11434/v1 (Ollama), http://localhost:8000/v1 (vLLM); the API key, if "
+        "any, comes from OPENAI_API_KEY and is never recorded",
+    )
+    run.add_argument(
+        "--dialect",
+        default=None,
+        metavar="NAME",
+        help="openai-compatible: how the model answers: tools, qwen3-vl, qwen2.5-vl, ui-tars "
+        "(default: from the model id, else tools)",
+    )
+    run.add_argument(
+        "--keep-screenshots",
+        type=_non_negative_int,
+        default=None,
+        metavar="N",
+        help="send the model only the last N screenshots (default: the provider's, 3 for "
+        "Gemini, 2 for openai-compatible)",
+    )
+    run.add_argument(
+        "--confirm",
+        nargs="+",
+        default=[],
+        metavar="NAME",
+        help="actions that always wait for your approval (vnc-use approve/deny), for every "
+        "provider and on top of the model's own requests: action names, e.g. type press_key, "
+        "or all",
     )
     run.add_argument(
         "--environment",
@@ -167,8 +217,17 @@ def command(args: argparse.Namespace) -> int:
     return EXIT_CODES.get(result.status, EXIT_ERROR)
 
 
+def _asker(pending: dict[str, Any]) -> str:
+    """Who asks: the model, the approval policy (--confirm), or both."""
+    by = pending.get("asked_by", "model")
+    return {"policy": "The approval policy", "model and policy": "The model and the policy"}.get(
+        by, "The model"
+    )
+
+
 def _ask(pending: dict[str, Any]) -> bool:
-    print(f"\nThe model asks for confirmation before {pending['name']}({pending['args']}):")
+    who = _asker(pending)
+    print(f"\n{who} asks for confirmation before {pending['name']}({pending['args']}):")
     print(f"  {pending['explanation']}")
     if pending.get("error"):
         print(f"  the call is invalid and will not run even if allowed: {pending['error']}")
@@ -214,6 +273,7 @@ def _run_settings(args: argparse.Namespace) -> dict[str, Any]:
 
 def _make_agent(args: argparse.Namespace, saved: dict[str, Any] | None) -> Any:
     from vnc_use.agent import VncUseAgent
+    from vnc_use.providers.registry import planner_from_settings
 
     saved = saved or {}
     if args.vnc_password:
@@ -249,34 +309,35 @@ def _make_agent(args: argparse.Namespace, saved: dict[str, Any] | None) -> Any:
             excluded_actions=args.exclude or None,
             hitl_mode=not args.no_hitl,
             include_initial_screenshot=not args.no_initial_screenshot,
+            keep_screenshots=args.keep_screenshots,
+            confirm_actions=args.confirm,
         )
         if args.model:
             kwargs["model"] = args.model
         kwargs.update(
+            provider=args.provider,
+            base_url=args.base_url,
+            dialect=args.dialect,
             environment=args.environment,
             model_family=args.model_family,
             keep_browser_actions=args.keep_browser_actions,
             api_version=args.api_version,
         )
-    else:
-        for key in (
-            "step_limit",
-            "seconds_timeout",
-            "hitl_mode",
-            "include_initial_screenshot",
-            "screen_region",
-        ):
-            if key in saved:
-                kwargs[key] = saved[key]
-        if saved.get("excluded_actions"):
-            kwargs["excluded_actions"] = saved["excluded_actions"]
-        if saved.get("model"):
-            kwargs["model"] = saved["model"]
-        # the run's own, so the model is sent the same tools, at the same API version, after
-        # approve/deny/resume
-        for key in ("environment", "model_family", "keep_browser_actions", "api_version"):
-            if saved.get(key):
-                kwargs[key] = saved[key]
+        return VncUseAgent(**kwargs)
+    for key in (
+        "step_limit",
+        "seconds_timeout",
+        "hitl_mode",
+        "include_initial_screenshot",
+        "screen_region",
+        "keep_screenshots",
+        "confirm_actions",
+    ):
+        if key in saved:
+            kwargs[key] = saved[key]
+    # the run's own planner (provider, model, tools, API version, server), so the model is
+    # sent the same tools at the same place after approve/deny/resume
+    kwargs["planner"] = planner_from_settings(saved)
     return VncUseAgent(**kwargs)
 
 

@@ -75,7 +75,8 @@ class CallResult(TypedDict):
     error: NotRequired[str]
     """Why the call failed or did not run, written for the model."""
     approved: NotRequired[bool]
-    """A person approved the call before it ran (the model asked for confirmation)."""
+    """A person approved the call before it ran and the model had asked for confirmation (an
+    approval the policy alone asked for is not set here: nothing to acknowledge)."""
     output: NotRequired[dict[str, Any]]
     """A custom function's JSON-able result (custom functions only)."""
 
