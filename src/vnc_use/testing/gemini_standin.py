@@ -117,6 +117,7 @@ from urllib.parse import parse_qs, urlsplit
 from PIL import Image
 
 from vnc_use.testing.gemini_schema import schema_problems
+from vnc_use.testing.scripted import ScriptedServer
 
 __all__ = [
     "DEFAULT_API_VERSIONS",
@@ -947,12 +948,16 @@ class _Server(ThreadingHTTPServer):
     standin: GeminiStandIn
 
 
-class GeminiStandIn:
+class GeminiStandIn(ScriptedServer[ScriptItem]):
     """The Gemini API stand-in (see the module docstring).
 
     ``start()``/``stop()`` run the server in a background thread; as a context manager it
     also points ``GOOGLE_GEMINI_BASE_URL`` at itself and restores the old value on exit.
     """
+
+    handler = _Handler
+    server_class = _Server
+    name = "gemini-standin"
 
     def __init__(
         self,
@@ -965,12 +970,10 @@ class GeminiStandIn:
         max_request_bytes: int = MAX_REQUEST_BYTES,
         api_versions: Sequence[str] = DEFAULT_API_VERSIONS,
     ) -> None:
-        self.host = host
         self.api_versions: tuple[str, ...] = tuple(api_versions)
         """The API versions served; a request to another gets 404 (rule 13)."""
         self.max_request_bytes = max_request_bytes
         """Bodies larger than this are refused (rule 8)."""
-        self.port = port
         self.expected_api_key = expected_api_key
         self.sign_calls = sign_calls
         """Add a thought signature to unsigned calls: None means for Gemini 3 models only."""
@@ -979,86 +982,18 @@ class GeminiStandIn:
         the signature of each call (None: unsigned), once per time such a turn was served."""
         self.requests: list[RecordedRequest] = []
         self.violations: list[Violation] = []
-        self.exhausted_count = 0
-        self._lock = threading.Lock()
-        self._items: list[ScriptItem] = []
-        self._fn: ScriptFn | None = None
-        self._served = 0
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
         self._saved_env: str | None = None
-        self.script(script)
+        super().__init__(script, port=port, host=host)
 
-    # ---------------------------------------------------------------- script
-
-    def script(self, *items: Any) -> GeminiStandIn:
-        """Replace the script: replies as arguments, one list of them, or one callable."""
-        if len(items) == 1 and (callable(items[0]) or isinstance(items[0], (list, tuple))):
-            arg = items[0]
-        elif len(items) == 1 and items[0] is None:
-            arg = []
-        else:
-            arg = list(items)
-        with self._lock:
-            self._served = 0
-            if callable(arg) and not isinstance(arg, Reply):
-                self._fn, self._items = arg, []
-            else:
-                self._fn, self._items = None, list(arg)
-        return self
-
-    def extend(self, *items: ScriptItem) -> GeminiStandIn:
-        """Append replies to a list script."""
-        with self._lock:
-            if self._fn is not None:
-                raise ValueError("extend() needs a list script, not a callable one")
-            self._items.extend(items)
-        return self
-
-    @property
-    def exhausted(self) -> bool:
-        """True once a request arrived after the list script ran out."""
-        return self.exhausted_count > 0
-
-    @property
-    def remaining(self) -> int:
-        """Script items not served yet (0 for a callable script)."""
-        return max(0, len(self._items) - self._served) if self._fn is None else 0
+    def _is_script_fn(self, value: Any) -> bool:
+        return not isinstance(value, Reply)
 
     # ---------------------------------------------------------------- lifecycle
 
     @property
     def base_url(self) -> str:
         """``http://127.0.0.1:<port>`` (only valid once started)."""
-        if self._server is None:
-            raise RuntimeError("GeminiStandIn is not started")
-        return f"http://{self.host}:{self._server.server_address[1]}"
-
-    def start(self) -> GeminiStandIn:
-        """Start serving in a daemon thread (idempotent)."""
-        if self._server is None:
-            server = _Server((self.host, self.port), _Handler)
-            server.standin = self
-            self._server = server
-            self._thread = threading.Thread(
-                target=server.serve_forever,
-                kwargs={"poll_interval": 0.05},  # how quickly stop() returns
-                name="gemini-standin",
-                daemon=True,
-            )
-            self._thread.start()
-            logger.debug("Gemini stand-in serving at %s", self.base_url)
-        return self
-
-    def stop(self) -> None:
-        """Stop serving and close the socket."""
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            if self._thread is not None:
-                self._thread.join()
-            self._server = None
-            self._thread = None
+        return self.root_url
 
     def __enter__(self) -> GeminiStandIn:
         self.start()
@@ -1204,17 +1139,10 @@ class GeminiStandIn:
         return self._error(status, message)
 
     def _next_reply(self, rec: RecordedRequest) -> Reply:
-        index = self._served
-        if self._fn is not None:
-            item: Any = self._fn(rec.body, index)
-        elif index < len(self._items):
-            item = self._items[index]
-        else:
-            self.exhausted_count += 1
-            logger.warning("Gemini stand-in script exhausted at request %d", rec.index)
+        found = self._next_item(rec.body, rec.index)
+        if found is None:
             return Reply.text(EXHAUSTED_TEXT)
-        self._served += 1
-        rec.script_index = index
+        rec.script_index, item = found
         if isinstance(item, Reply):
             return item
         if self._fn is not None:

@@ -99,11 +99,11 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from vnc_use.testing.openai_checks import Problem, decode_data_url, image_parts, request_problems
+from vnc_use.testing.scripted import ScriptedServer
 
 __all__ = [
     "DEFAULT_MAX_IMAGES",
@@ -437,12 +437,16 @@ class _Server(ThreadingHTTPServer):
     standin: OpenAIStandIn
 
 
-class OpenAIStandIn:
+class OpenAIStandIn(ScriptedServer[ScriptItem]):
     """The OpenAI-compatible server stand-in (see the module docstring).
 
     ``start()``/``stop()`` run the server in a background thread; as a context manager it
     starts and stops it (no environment variable is changed: pass :attr:`base_url`).
     """
+
+    handler = _Handler
+    server_class = _Server
+    name = "openai-standin"
 
     def __init__(
         self,
@@ -454,8 +458,6 @@ class OpenAIStandIn:
         port: int = 0,
         host: str = "127.0.0.1",
     ) -> None:
-        self.host = host
-        self.port = port
         self.models: list[str] = [models] if isinstance(models, str) else list(models)
         """The model ids served (``/v1/models``); any other id is answered 404."""
         self.max_images = max_images
@@ -464,61 +466,11 @@ class OpenAIStandIn:
         """With a value, requests must carry ``Authorization: Bearer <it>`` (else 401)."""
         self.requests: list[RecordedRequest] = []
         self.violations: list[Violation] = []
-        self.exhausted_count = 0
-        self._lock = threading.Lock()
-        self._items: list[ScriptItem] = []
-        self._fn: ScriptFn | None = None
-        self._served = 0
         self._ids = itertools.count()
         self._stopping = threading.Event()
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
-        self.script(script)
-
-    # ---------------------------------------------------------------- script
-
-    def script(self, *items: Any) -> OpenAIStandIn:
-        """Replace the script: replies as arguments, one list of them, or one callable."""
-        if len(items) == 1 and (callable(items[0]) or isinstance(items[0], (list, tuple))):
-            arg = items[0]
-        elif len(items) == 1 and items[0] is None:
-            arg = []
-        else:
-            arg = list(items)
-        with self._lock:
-            self._served = 0
-            if callable(arg):
-                self._fn, self._items = arg, []
-            else:
-                self._fn, self._items = None, list(arg)
-        return self
-
-    def extend(self, *items: ScriptItem) -> OpenAIStandIn:
-        """Append replies to a list script."""
-        with self._lock:
-            if self._fn is not None:
-                raise ValueError("extend() needs a list script, not a callable one")
-            self._items.extend(items)
-        return self
-
-    @property
-    def exhausted(self) -> bool:
-        """True once a request arrived after the list script ran out."""
-        return self.exhausted_count > 0
-
-    @property
-    def remaining(self) -> int:
-        """Script items not served yet (0 for a callable script)."""
-        return max(0, len(self._items) - self._served) if self._fn is None else 0
+        super().__init__(script, port=port, host=host)
 
     # ---------------------------------------------------------------- lifecycle
-
-    @property
-    def root_url(self) -> str:
-        """``http://127.0.0.1:<port>`` (only valid once started)."""
-        if self._server is None:
-            raise RuntimeError("OpenAIStandIn is not started")
-        return f"http://{self.host}:{self._server.server_address[1]}"
 
     @property
     def base_url(self) -> str:
@@ -527,42 +479,13 @@ class OpenAIStandIn:
 
     def start(self) -> OpenAIStandIn:
         """Start serving in a daemon thread (idempotent)."""
-        if self._server is None:
-            self._stopping.clear()
-            server = _Server((self.host, self.port), _Handler)
-            server.standin = self
-            self._server = server
-            self._thread = threading.Thread(
-                target=server.serve_forever,
-                kwargs={"poll_interval": 0.05},  # how quickly stop() returns
-                name="openai-standin",
-                daemon=True,
-            )
-            self._thread.start()
-            logger.debug("OpenAI stand-in serving at %s", self.base_url)
-        return self
+        self._stopping.clear()
+        return super().start()
 
     def stop(self) -> None:
         """Stop serving and close the socket (delayed answers are dropped)."""
-        if self._server is not None:
-            self._stopping.set()
-            self._server.shutdown()
-            self._server.server_close()
-            if self._thread is not None:
-                self._thread.join()
-            self._server = None
-            self._thread = None
-
-    def __enter__(self) -> OpenAIStandIn:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
+        self._stopping.set()
+        super().stop()
 
     @property
     def last_request(self) -> RecordedRequest:
@@ -686,17 +609,10 @@ class OpenAIStandIn:
         return reply.status, body, reply.delay
 
     def _next_reply(self, rec: RecordedRequest) -> Reply:
-        index = self._served
-        if self._fn is not None:
-            item: ScriptItem = self._fn(rec.body, index)
-        elif index < len(self._items):
-            item = self._items[index]
-        else:
-            self.exhausted_count += 1
-            logger.warning("OpenAI stand-in script exhausted at request %d", rec.index)
+        found = self._next_item(rec.body, rec.index)
+        if found is None:
             return Reply.text(EXHAUSTED_TEXT)
-        self._served += 1
-        rec.script_index = index
+        rec.script_index, item = found
         return item if isinstance(item, Reply) else Reply.from_json(item)
 
 
