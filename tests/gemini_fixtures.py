@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import io
 from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
@@ -134,3 +135,19 @@ def refusals_fail_the_test(request: pytest.FixtureRequest) -> Iterator[list[Viol
     if seen and request.node.get_closest_marker("standin_refusals") is None:
         lines = "\n".join(f"  request {v.request_index} [{v.rule}]: {v.message}" for v in seen)
         pytest.fail(f"the Gemini stand-in refused requests the real API would refuse:\n{lines}")
+
+
+class NotJsonHandler(BaseHTTPRequestHandler):
+    """A server that is not the Gemini API: a proxy's HTML error page, with status 200."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        body = b"<html><body>502 Bad Gateway</body></html>"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass

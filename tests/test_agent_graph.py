@@ -14,7 +14,7 @@ import io
 import json
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,8 @@ from vnc_use.testing.gemini_standin import (
     Reply,
     require_confirmation,
 )
+
+from gemini_fixtures import NotJsonHandler
 
 FAST = {"retry_initial_delay": 0.01, "retry_max_delay": 0.05}
 WIDTH, HEIGHT = 1440, 900
@@ -322,24 +324,10 @@ def test_a_lost_desktop_ends_the_run_and_resume_goes_on(
 # ------------------------------------------------------------------------------ API faults
 
 
-class _NotJson(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        body = b"<html><body>502 Bad Gateway</body></html>"
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
 def test_a_body_that_is_not_json_ends_the_run_with_a_clear_error(
     desk: FakeDesktop, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _NotJson)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), NotJsonHandler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", f"http://127.0.0.1:{server.server_port}")

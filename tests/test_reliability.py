@@ -21,7 +21,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ from vnc_use.testing.desktop import TestDesktop
 from vnc_use.testing.gemini_standin import FunctionCallSpec, GeminiStandIn, Reply
 
 from desktop_fixtures import Probe, start_probe
+from gemini_fixtures import NotJsonHandler
 
 pytestmark = pytest.mark.desktop
 
@@ -244,20 +245,6 @@ def _transcript(runs: Path, thread: str) -> list[dict[str, Any]]:
 # ---------------------------------------------------- a server that is not the Gemini API
 
 
-class _NotJson(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        body = b"<html><body>502 Bad Gateway</body></html>"
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
 # ------------------------------------------------------------------------------- Ctrl-C
 
 
@@ -328,7 +315,7 @@ def test_bad_input_at_the_edges(
     desktop: TestDesktop, gemini: GeminiStandIn, tmp_path: Path
 ) -> None:
     # a port that speaks another protocol: an HTTP server
-    http = ThreadingHTTPServer(("127.0.0.1", 0), _NotJson)
+    http = ThreadingHTTPServer(("127.0.0.1", 0), NotJsonHandler)
     threading.Thread(target=http.serve_forever, daemon=True).start()
     closed = socket.socket()
     closed.bind(("127.0.0.1", 0))

@@ -12,10 +12,11 @@ import logging
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Any, Generic, TypeVar
 
 from typing_extensions import Self
+
+from vnc_use.desktops.service import Service
 
 __all__ = ["ScriptedServer"]
 
@@ -24,11 +25,12 @@ logger = logging.getLogger(__name__)
 ItemT = TypeVar("ItemT")
 
 
-class ScriptedServer(Generic[ItemT]):
+class ScriptedServer(Service, Generic[ItemT]):
     """A local HTTP server that answers from a script (the stand-ins' common part).
 
     A subclass names its request handler (:attr:`handler`) and its thread (:attr:`name`); the
-    handler reaches the subclass as ``self.server.standin``.
+    handler reaches the subclass as ``self.server.standin``. As a
+    :class:`~vnc_use.desktops.service.Service`, ``with`` starts and stops it.
     """
 
     handler: type[BaseHTTPRequestHandler]
@@ -141,14 +143,3 @@ class ScriptedServer(Generic[ItemT]):
                 self._thread.join()
             self._server = None
             self._thread = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
