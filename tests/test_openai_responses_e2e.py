@@ -17,6 +17,8 @@ import io
 import json
 import math
 import os
+import re
+import shlex
 import signal
 import subprocess
 import threading
@@ -354,3 +356,27 @@ def test_kill_9_mid_run_then_resume_performs_nothing_twice(probe: Probe, tmp_pat
     presses = probe.log.events("press")
     assert len(presses) == 2, presses
     assert near(presses[0], t.double, tol) and near(presses[1], t.shift, tol)
+
+
+def test_the_readme_command_runs_against_the_stand_in(probe: Probe, tmp_path: Path) -> None:
+    """The `vnc-use run --provider openai` line of README's OpenAI subsection, pointed at the
+    stand-in with OPENAI_BASE_URL (as the README says), runs to `done`."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme.split("### OpenAI\n", 1)[1].split("\n## ", 1)[0]
+    (line,) = [
+        line
+        for block in re.findall(r"```sh\n(.*?)```", section, re.S)
+        for line in block.splitlines()
+        if line.startswith("vnc-use run")
+    ]
+    argv = shlex.split(line)
+    with OpenAIResponsesStandIn([Turn.message("Dark mode is on.")]) as server:
+        proc = run_cli(
+            [*argv[1:], "--vnc", probe.desktop.server, "--runs-dir", str(tmp_path)],
+            env=_env(server, probe),
+            timeout=120,
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert [r.body["model"] for r in server.requests] == ["gpt-5.5"]
+        assert not server.violations
+    assert "Dark mode is on." in proc.stdout
