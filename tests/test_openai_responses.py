@@ -137,15 +137,31 @@ def test_old_screenshots_go_with_their_whole_turn(tmp_path: Path) -> None:
     assert len(notes) == 2 and "no longer sent" in notes[0]["content"][0]["text"]
 
 
-def test_misalignment_blocks_the_run(tmp_path: Path) -> None:
-    with (
-        OpenAIResponsesStandIn(
-            [Turn.fail("misalignment_policy_violation", "Data transfer.")]
-        ) as server,
-        _agent(server, tmp_path) as agent,
-    ):
+@pytest.mark.parametrize(
+    "turn",
+    [
+        Turn.fail("misalignment_policy_violation", "Data transfer."),
+        Turn.error(400, "Data transfer.", code="misalignment_policy_violation"),
+    ],
+    ids=["failed-response", "error-status"],
+)
+def test_misalignment_blocks_the_run(turn: Turn, tmp_path: Path) -> None:
+    with OpenAIResponsesStandIn([turn]) as server, _agent(server, tmp_path) as agent:
         result = agent.run(task="t", thread_id="mis")
-    assert result.status == "blocked" and "misalignment_policy_violation" in (result.error or "")
+    assert result.status == "blocked"
+    assert "misalignment_policy_violation" in (result.error or "")
+    assert "Data transfer." in (result.error or "")
+
+
+def test_a_double_click_is_replayed_with_its_keys(tmp_path: Path) -> None:
+    """The API's input type requires a double_click's ``keys`` (null allowed): a response read
+    without its nulls must not replay the action without it (the stand-in refuses that)."""
+    script = [Turn.call({"type": "double_click", "x": 10, "y": 10}), Turn.message("ok")]
+    with OpenAIResponsesStandIn(script) as server, _agent(server, tmp_path) as agent:
+        result = agent.run(task="t", thread_id="dbl")
+        replayed = [i for i in server.requests[1].items() if i.get("type") == "computer_call"]
+    assert result.status == "done"
+    assert replayed[0]["actions"] == [{"type": "double_click", "x": 10, "y": 10, "keys": None}]
 
 
 @pytest.mark.parametrize(

@@ -186,6 +186,16 @@ def _reasoning_problem(item: Mapping[str, Any], i: int, scan: _Scan) -> Problem 
     return None
 
 
+def _plain(actions: Any) -> Any:
+    """Actions without their ``null`` values (a ``null`` and an absent field are equal)."""
+    if not isinstance(actions, list):
+        return actions
+    return [
+        {k: v for k, v in a.items() if v is not None} if isinstance(a, Mapping) else a
+        for a in actions
+    ]
+
+
 def _call_problem(item: Mapping[str, Any], i: int, scan: _Scan) -> Problem | None:
     call_id = str(item.get("call_id"))
     emitted = scan.memory.calls.get(call_id)
@@ -195,7 +205,20 @@ def _call_problem(item: Mapping[str, Any], i: int, scan: _Scan) -> Problem | Non
             f"Unknown computer call {call_id} in input[{i}] (the stand-in never emitted it).",
             "input",
         )
-    if ("actions" in item) == ("action" in item) or item.get("actions") != emitted.get("actions"):
+    actions = item.get("actions")
+    if isinstance(actions, list) and any(
+        isinstance(a, Mapping) and a.get("type") == "double_click" and "keys" not in a
+        for a in actions
+    ):
+        return _bad(
+            "missing_field",
+            f"Missing required parameter: 'input[{i}].actions[].keys' (a double_click's keys "
+            "may be null, not absent).",
+            "input",
+        )
+    if ("actions" in item) == ("action" in item) or _plain(actions) != _plain(
+        emitted.get("actions")
+    ):
         return _bad(
             "call_changed",
             f"input[{i}]: the computer_call {call_id} must be replayed as it was received "

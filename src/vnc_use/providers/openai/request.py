@@ -242,6 +242,19 @@ def build(
     )
 
 
+def _replayable(item: Mapping[str, Any]) -> dict[str, Any]:
+    """An output item as it is replayed: as received, except that a ``double_click`` action
+    keeps its ``keys`` (the input type requires the field, ``null`` allowed; the response was
+    read without its ``null`` values)."""
+    kept = dict(item)
+    if kept.get("type") == "computer_call" and isinstance(kept.get("actions"), list):
+        kept["actions"] = [
+            {"keys": None, **a} if isinstance(a, dict) and a.get("type") == "double_click" else a
+            for a in kept["actions"]
+        ]
+    return kept
+
+
 def turn_record(
     output: Sequence[Mapping[str, Any]],
     calls: Sequence[Mapping[str, Any]],
@@ -257,7 +270,7 @@ def turn_record(
     ``computer_call`` became and which safety checks it carried.
     """
     return {
-        "output": [dict(item) for item in output],
+        "output": [_replayable(item) for item in output],
         "calls": [dict(c) for c in calls],
         "image_size": list(image_size) if image_size else None,
     }
