@@ -264,7 +264,9 @@ def test_a_safety_check_waits_for_approve_from_another_process(
     with OpenAIResponsesStandIn(scripted(_checked_batch(t)), expected_api_key=KEY) as server:
         first = _run("checked", probe, tmp_path, server)
         assert first.returncode == 3, first.stdout + first.stderr
-        assert "malicious_instructions" in first.stdout + first.stderr
+        said = first.stdout + first.stderr
+        assert "malicious_instructions" in said and "Approving runs this whole batch" in said
+        assert "type(text='Checked')" in said  # the person sees every action of the batch
         assert len(server.requests) == 1
         assert not probe.log.events("press") and not probe.log.events("text")  # nothing ran
         approved = run_cli(

@@ -288,9 +288,7 @@ class OpenAIPlanner:
             ]
             if checks and mine:
                 mine[0]["safety"] = "needs_confirmation"
-                mine[0]["safety_explanation"] = "OpenAI safety check: " + "; ".join(
-                    f"{c.get('code') or 'check'}: {c.get('message') or c.get('id')}" for c in checks
-                )
+                mine[0]["safety_explanation"] = _check_explanation(checks, mine)
             for n, call in enumerate(mine):
                 call["id"] = request.result_id(call_id, n)
             calls += mine
@@ -312,6 +310,22 @@ class OpenAIPlanner:
     def run_custom_function(self, call: Mapping[str, Any]) -> dict[str, Any]:
         """No custom functions with this provider: an error for the model."""
         return {"error": f"{call.get('name')!r} is not a function of this agent."}
+
+
+def _check_explanation(checks: Sequence[Mapping[str, Any]], calls: Sequence[ProposedCall]) -> str:
+    """What a person approving a checked ``computer_call`` reads: the checks, then every
+    action the approval lets run (grid coordinates, as the approval prompt shows them)."""
+    said = "; ".join(
+        f"{c.get('code') or 'check'}: {c.get('message') or c.get('id')}" for c in checks
+    )
+    batch = ", ".join(
+        call["name"]
+        + "("
+        + ", ".join(f"{k}={v!r}" for k, v in call["args"].items() if k != "intent")
+        + ")"
+        for call in calls
+    )
+    return f"OpenAI safety check: {said}. Approving runs this whole batch: {batch}."
 
 
 def _proposed(name: str, args: dict[str, Any]) -> ProposedCall:
