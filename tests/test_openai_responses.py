@@ -345,3 +345,20 @@ def test_the_standin_command_line_serves_the_responses_api(tmp_path: Path) -> No
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_an_api_failure_ends_the_run_with_error_and_it_resumes(tmp_path: Path) -> None:
+    script = [
+        Turn.call({"type": "type", "text": "one"}),
+        Turn.error(503, "The engine is currently overloaded."),
+        Turn.message("finished after resume"),
+    ]
+    with OpenAIResponsesStandIn(script) as server, _agent(server, tmp_path) as agent:
+        failed = agent.run(task="t", thread_id="flaky")
+        assert failed.status == "error"
+        assert (failed.error or "").startswith("OpenAI API error 503")
+        assert "resume" in (failed.error or "")
+        resumed = agent.resume("flaky")
+        assert not server.violations and len(server.requests) == 3
+    assert resumed.status == "done" and resumed.final_text == "finished after resume"
+    assert [s["name"] for s in resumed.transcript] == ["type"]  # typed once, not again
