@@ -145,7 +145,10 @@ def test_run_help_names_the_providers_without_importing_openai() -> None:
 @pytest.mark.parametrize(
     ("args", "words"),
     [
-        (["--provider", "klingon"], ["unknown provider 'klingon'", "gemini, openai-compatible"]),
+        (
+            ["--provider", "klingon"],
+            ["unknown provider 'klingon'", "gemini, openai, openai-compatible"],
+        ),
         (["--provider", "openai-compatible", "--model", "m"], ["--base-url", "localhost:1234/v1"]),
         (
             [

@@ -327,8 +327,9 @@ def test_a_timeout_and_a_server_that_is_not_running() -> None:
     assert "\n" not in str(err.value)
 
 
-def test_only_the_planner_imports_openai() -> None:
-    """The SDK stays in providers/openai_compat/planner.py (and the test kit)."""
+def test_only_one_module_imports_openai() -> None:
+    """The SDK stays in providers/openai_sdk.py, shared by both OpenAI providers (and the test
+    kit)."""
     src = Path(__file__).resolve().parents[1] / "src" / "vnc_use"
     importers = []
     for path in sorted(src.rglob("*.py")):
@@ -343,9 +344,7 @@ def test_only_the_planner_imports_openai() -> None:
             )
             if any(n == "openai" or n.startswith("openai.") for n in names):
                 importers.append(path.relative_to(src).as_posix())
-    assert [p for p in importers if not p.startswith("testing/")] == [
-        "providers/openai_compat/planner.py"
-    ]
+    assert [p for p in importers if not p.startswith("testing/")] == ["providers/openai_sdk.py"]
 
 
 # ------------------------------------------------------------------ through the agent

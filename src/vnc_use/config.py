@@ -10,8 +10,11 @@ variable                     what it sets
 ``GOOGLE_API_KEY``           the Gemini API key (wins over ``GEMINI_API_KEY``, as in the SDK)
 ``GEMINI_API_KEY``           the Gemini API key, when ``GOOGLE_API_KEY`` is not set
 ``GOOGLE_GEMINI_BASE_URL``   another Gemini endpoint (a proxy, the test stand-in)
-``OPENAI_API_KEY``           the key of an OpenAI-compatible server (optional: local servers
+``OPENAI_API_KEY``           the OpenAI API key (``--provider openai``: required), also the
+                             key of an OpenAI-compatible server (optional: local servers
                              need none, and a placeholder is sent when it is unset)
+``OPENAI_BASE_URL``          another OpenAI Responses API endpoint (a proxy, the test
+                             stand-in) for ``--provider openai``
 ``GEMINI_API_VERSION``       the Gemini API version requests go to (default ``v1beta``)
 ``GOOGLE_GENAI_API_VERSION`` the same, the SDK's own name (``beta`` means ``v1beta``); read
                              when ``GEMINI_API_VERSION`` is not set
@@ -43,6 +46,7 @@ __all__ = [
     "gemini_base_url",
     "novnc_dir",
     "openai_api_key",
+    "openai_base_url",
     "secret_values",
     "sensitive_value",
     "vnc_password",
@@ -94,6 +98,13 @@ def openai_api_key() -> str | None:
     unset (local servers need none)."""
     key = _get("OPENAI_API_KEY")
     return key.strip() if key else None
+
+
+def openai_base_url() -> str | None:
+    """``OPENAI_BASE_URL``, stripped: where ``--provider openai`` sends its Responses API
+    requests instead of ``https://api.openai.com/v1``; ``None`` when unset."""
+    url = _get("OPENAI_BASE_URL")
+    return url.strip() if url else None
 
 
 def gemini_api_version() -> str | None:

@@ -17,6 +17,7 @@ from vnc_use.providers.base import Planner
 
 __all__ = [
     "DEFAULT_PROVIDER",
+    "OPENAI",
     "OPENAI_COMPATIBLE",
     "PROVIDERS",
     "make_planner",
@@ -25,7 +26,8 @@ __all__ = [
 
 DEFAULT_PROVIDER = "gemini"
 OPENAI_COMPATIBLE = "openai-compatible"
-PROVIDERS: tuple[str, ...] = (DEFAULT_PROVIDER, OPENAI_COMPATIBLE)
+OPENAI = "openai"
+PROVIDERS: tuple[str, ...] = (DEFAULT_PROVIDER, OPENAI, OPENAI_COMPATIBLE)
 """The names ``--provider`` / ``provider=`` accept (and ``run.json``'s ``provider``)."""
 
 _EXAMPLE_URLS = (
@@ -94,6 +96,20 @@ def make_planner(
                 "api_version": api_version,
             },
         )
+    if name == OPENAI:
+        return _openai(
+            model=model,
+            base_url=base_url,
+            keep_screenshots=keep_screenshots,
+            others={
+                "dialect": dialect,
+                "excluded_actions": excluded_actions,
+                "environment": environment,
+                "model_family": model_family,
+                "keep_browser_actions": keep_browser_actions,
+                "api_version": api_version,
+            },
+        )
     raise ConfigError(
         f"unknown provider {name!r} ({_option('provider')}); use one of: {', '.join(PROVIDERS)}"
     )
@@ -141,6 +157,33 @@ def _openai_compatible(
         model,
         dialect,
         keep_screenshots=2 if keep_screenshots is None else keep_screenshots,
+    )
+
+
+def _openai(
+    *,
+    model: str | None,
+    base_url: str | None,
+    keep_screenshots: int | None,
+    others: Mapping[str, Any],
+) -> Planner:
+    for key, value in others.items():
+        if value:
+            raise ConfigError(
+                f"{_option(key)} is not a setting of --provider {OPENAI}; leave it out"
+                + (
+                    " (use --confirm NAME / confirm_actions= to stop actions for approval)"
+                    if key == "excluded_actions"
+                    else ""
+                )
+            )
+    # imports openai (ConfigError with the pip command when the extra is missing)
+    from vnc_use.providers.openai import DEFAULT_MODEL, OpenAIPlanner
+
+    return OpenAIPlanner(
+        model or DEFAULT_MODEL,
+        base_url=base_url,
+        keep_screenshots=3 if keep_screenshots is None else keep_screenshots,
     )
 
 

@@ -7,6 +7,10 @@
   OpenAI-compatible chat-completions server that serves scripted assistant messages in any
   dialect and refuses what strict servers refuse
   (``python -m vnc_use.testing.openai_standin --script script.json --port N``).
+* :class:`~vnc_use.testing.openai_responses_standin.OpenAIResponsesStandIn`: a strict local
+  OpenAI Responses API with the GA ``computer`` tool, serving scripted ``computer_call``
+  batches, safety checks, refusals and errors
+  (``python -m vnc_use.testing.openai_standin --api responses --script script.json``).
 * ``vnc_use.testing.desktop`` starts a real TigerVNC ``Xvnc`` desktop
   (``python -m vnc_use.testing.desktop``).
 * ``vnc_use.testing.probe`` is a full-screen Tk app that records every click, key and

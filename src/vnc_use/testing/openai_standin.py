@@ -66,6 +66,9 @@ Command line (for people)::
     python -m vnc_use.testing.openai_standin --script script.json --port N \\
         [--model ID ...] [--max-images K]
 
+(``--api responses`` serves OpenAI's Responses API with the GA computer tool instead: see
+:mod:`vnc_use.testing.openai_responses_standin`.)
+
 prints the base URL (``http://127.0.0.1:N/v1``) and serves until interrupted; every refused
 request is reported on stderr (never an API key). ``script.json`` is a JSON list; each item is
 one reply, one of::
@@ -645,9 +648,24 @@ def _print_violation(violation: Violation) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Command-line entry: serve a JSON script until interrupted."""
+    """Command-line entry: serve a JSON script until interrupted (``--api responses``: the
+    Responses API stand-in, :mod:`vnc_use.testing.openai_responses_standin`)."""
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--api", choices=("chat", "responses"), default="chat")
+    chosen, rest = pre.parse_known_args(argv)
+    if chosen.api == "responses":
+        from vnc_use.testing.openai_responses_standin import main as responses_main
+
+        return responses_main(rest)
     parser = argparse.ArgumentParser(
         description="Serve a scripted OpenAI-compatible chat-completions API on 127.0.0.1."
+    )
+    parser.add_argument(
+        "--api",
+        choices=("chat", "responses"),
+        default="chat",
+        help="chat: POST /v1/chat/completions (default); responses: POST /v1/responses with "
+        "the GA computer tool (see vnc_use.testing.openai_responses_standin)",
     )
     parser.add_argument("--script", required=True, help="JSON file: a list of reply items")
     parser.add_argument("--port", type=int, default=0, help="port (default: any free port)")

@@ -1,7 +1,8 @@
 """Open and local models behind any OpenAI-compatible server, through the ``openai`` SDK.
 
 - :mod:`~vnc_use.providers.openai_compat.planner` -- :class:`OpenAICompatPlanner`, the
-  :class:`~vnc_use.providers.base.Planner` (the only importer of ``openai``);
+  :class:`~vnc_use.providers.base.Planner` (``openai`` from
+  :mod:`vnc_use.providers.openai_sdk`);
 - :mod:`~vnc_use.providers.openai_compat.request` -- what the model is sent;
 - :mod:`~vnc_use.providers.openai_compat.dialects` -- how each family answers (``tools``,
   ``qwen3-vl``, ``qwen2.5-vl``, ``ui-tars``), read into the Gemini 3.5 desktop action set;

@@ -1,5 +1,6 @@
 """The ``openai-compatible`` planner: any chat-completions server (LM Studio, Ollama, vLLM,
-llama.cpp) through the official ``openai`` SDK -- the only module that imports it.
+llama.cpp) through the official ``openai`` SDK (imported from
+:mod:`vnc_use.providers.openai_sdk`, its one import site).
 
 What the model is sent is built in :mod:`.request`; how its answer is read is the dialect's
 (:mod:`.dialects`). This module sends the request, reads the answer into a
@@ -39,13 +40,7 @@ from vnc_use.providers.openai_compat.dialects import (
     dialect_for_model,
 )
 from vnc_use.providers.openai_compat.dialects.base import Frame
-
-try:
-    import openai
-except ImportError as exc:  # the optional extra is not installed
-    raise ConfigError(
-        "The openai-compatible provider needs the openai package: pip install 'vnc-use[openai]'."
-    ) from exc
+from vnc_use.providers.openai_sdk import openai  # ConfigError when the extra is missing
 
 __all__ = ["PLACEHOLDER_API_KEY", "PROVIDER", "OpenAICompatPlanner"]
 
