@@ -99,7 +99,7 @@ def connect(conninfo: str, application_name: str | None = None) -> psycopg.Conne
         )
         return conn
     except psycopg.OperationalError as exc:
-        reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+        reason = " ".join(str(exc).split()) or type(exc).__name__  # libpq's lines, as one
         secret = password_of(conninfo)
         if secret:
             reason = reason.replace(secret, "***")
