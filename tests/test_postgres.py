@@ -26,8 +26,9 @@ import pytest
 
 from vnc_use import VncUseAgent
 from vnc_use.agent import postgres
+from vnc_use.agent.journal import Outcome, import_jsonl
 from vnc_use.agent.lease import LeaseBusy
-from vnc_use.agent.storage import open_storage
+from vnc_use.agent.storage import PostgresStorage, open_storage, storage_for_checkpointer
 from vnc_use.testing.gemini_standin import FunctionCallSpec, GeminiStandIn, Reply
 from vnc_use.testing.postgres import PostgresServer
 
@@ -318,3 +319,48 @@ def test_checkpointer_urls_are_redacted_and_bad_ones_are_one_line(tmp_path: Path
     )
     assert "pw-never-shown" not in down.stdout + down.stderr
     assert len(down.stderr.strip().splitlines()) == 2  # the warning about argv, then the error
+
+
+def test_a_postgres_saver_of_your_own_brings_its_database_for_journal_and_leases(
+    pg: PostgresServer, tmp_path: Path
+) -> None:
+    conn, saver = postgres.open_saver(pg.url)
+    try:
+        storage = storage_for_checkpointer(saver, tmp_path)
+        assert isinstance(storage, PostgresStorage) and storage.checkpointer is saver
+        assert storage.secrets == (pg.password,)
+        assert storage.described.startswith(
+            f"postgresql://vnc_use:***@127.0.0.1:{pg.port}/postgres"
+        )
+        storage.journal("own-saver").dispatched("1:0", "click_at", 1)
+        again = open_storage(pg.url, tmp_path)
+        assert again.journal("own-saver").outcome("1:0") == Outcome.UNCERTAIN
+        with (
+            storage.lease("127.0.0.1::5905", "own-saver").hold(timeout=0),
+            pytest.raises(LeaseBusy, match="run own-saver"),
+        ):
+            again.lease("127.0.0.1::5905", "other").acquire(timeout=0)
+        again.close()
+        storage.close()
+        assert not conn.closed  # a saver given stays open
+    finally:
+        conn.close()
+    assert not list(tmp_path.iterdir())  # nothing went to the runs folder
+
+
+def test_an_older_runs_journal_file_is_taken_into_the_database(tmp_path: Path) -> None:
+    """A run started before the journal moved into the database, resumed after: its
+    ``journal.jsonl`` is read in, so what it performed is not performed again."""
+    old = tmp_path / "old-run" / "journal.jsonl"
+    old.parent.mkdir()
+    lines = [
+        {"ts": 1.0, "key": "1:0", "state": "dispatched", "name": "click_at", "step": 1},
+        {"ts": 1.1, "key": "1:0", "state": "done", "name": "click_at", "step": 1},
+        {"ts": 2.0, "key": "2:0", "state": "dispatched", "name": "type_text_at", "step": 2},
+    ]
+    old.write_text("".join(json.dumps(r) + "\n" for r in lines) + '{"cut short')
+    journal = open_storage(None, tmp_path).journal("old-run")
+    assert import_jsonl(journal, old) == 3
+    assert journal.outcome("1:0") == Outcome.DONE
+    assert journal.outcome("2:0") == Outcome.UNCERTAIN
+    assert import_jsonl(journal, old) == 0  # once only

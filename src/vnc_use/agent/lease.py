@@ -48,7 +48,7 @@ __all__ = [
 DEFAULT_LEASE_TIMEOUT = 60.0
 """Seconds a run waits for a leased desktop before it fails (``--lease-timeout``)."""
 
-_POLL_S = 0.25
+_POLL_S = 0.1
 
 
 class LeaseBusy(VncUseError):
