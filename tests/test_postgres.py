@@ -267,6 +267,7 @@ def test_a_second_run_on_a_leased_desktop_waits_then_fails_naming_the_holder(
         "(waited 1.5 s for it); wait until that run ends or pauses for approval, or give a "
         "longer --lease-timeout"
     )
+    assert f"waiting_for_desktop: the desktop 127.0.0.1::{desk.port} is in use by run " in out
     assert not (runs / f"lease-{where}-second").exists()  # nothing recorded for it
     assert first.returncode == 0, first_out + first_err
     assert _presses_near(probe, first_point) == 1

@@ -28,7 +28,7 @@ import json
 import os
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -98,14 +98,23 @@ class Lease:
     def _close(self) -> None:
         """Give back what waiting took (connections, files)."""
 
-    def acquire(self, timeout: float = DEFAULT_LEASE_TIMEOUT) -> None:
-        """Take the lease, waiting up to ``timeout`` seconds; :class:`LeaseBusy` after that."""
+    def acquire(
+        self,
+        timeout: float = DEFAULT_LEASE_TIMEOUT,
+        on_wait: Callable[[str | None], None] | None = None,
+    ) -> None:
+        """Take the lease, waiting up to ``timeout`` seconds; :class:`LeaseBusy` after that.
+        ``on_wait`` is told the holder's thread id once, when the lease is found taken."""
         deadline = time.monotonic() + max(0.0, timeout)
+        told = on_wait is None
         try:
             while not self._try():
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise LeaseBusy(self.desktop, self._holder(), timeout)
+                if not told and on_wait is not None:
+                    on_wait(self._holder())
+                    told = True
                 time.sleep(min(_POLL_S, left))
         except BaseException:
             self._close()
@@ -119,9 +128,13 @@ class Lease:
             self._close()
 
     @contextlib.contextmanager
-    def hold(self, timeout: float = DEFAULT_LEASE_TIMEOUT) -> Iterator[Lease]:
-        """Hold the lease for the ``with`` block."""
-        self.acquire(timeout)
+    def hold(
+        self,
+        timeout: float = DEFAULT_LEASE_TIMEOUT,
+        on_wait: Callable[[str | None], None] | None = None,
+    ) -> Iterator[Lease]:
+        """Hold the lease for the ``with`` block (see :meth:`acquire`)."""
+        self.acquire(timeout, on_wait)
         try:
             yield self
         finally:

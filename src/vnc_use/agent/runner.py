@@ -382,7 +382,22 @@ class VncUseAgent:
         if self.vnc_server is None:
             yield
             return
-        with self.storage.lease(self.vnc_server, thread_id).hold(self.lease_timeout):
+        lease = self.storage.lease(self.vnc_server, thread_id)
+
+        def waiting(holder: str | None) -> None:  # the run has no folder yet: tell on_event
+            if self.on_event is not None:
+                who = f"run {holder}" if holder else "another run"
+                self.on_event(
+                    {
+                        "event": "waiting_for_desktop",
+                        "thread_id": thread_id,
+                        "holder": holder,
+                        "message": f"the desktop {lease.desktop} is in use by {who}; waiting "
+                        f"up to {self.lease_timeout:g} s",
+                    }
+                )
+
+        with lease.hold(self.lease_timeout, waiting):
             yield
 
     def _config(self, thread_id: str) -> Any:
