@@ -55,11 +55,13 @@ class PostgresServer(Service):
     """A PostgreSQL cluster in a temporary folder, for one test session.
 
     :attr:`url` is the ``postgresql://`` URL of its ``postgres`` database as user ``vnc_use``
-    with :attr:`password` (a fresh random one: tests scan written bytes for it).
+    with :attr:`password` (a fresh random one: tests scan written bytes for it). ``fsync=False``
+    (tests) skips syncing to disk; benchmarks that time commits keep it on.
     """
 
-    def __init__(self, user: str = "vnc_use") -> None:
+    def __init__(self, user: str = "vnc_use", *, fsync: bool = False) -> None:
         self.user = user
+        self.fsync = fsync
         self.password = "pg-" + secrets.token_hex(12)
         self.port = 0
         self.tmpdir: Path | None = None
@@ -136,7 +138,7 @@ class PostgresServer(Service):
         self.port = free_port()
         argv = [str(bin_dir / "postgres"), "-D", str(self.data_dir), "-p", str(self.port)]
         argv += ["-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories="]
-        argv += ["-c", "fsync=off", "-c", "max_connections=50"]
+        argv += ["-c", f"fsync={'on' if self.fsync else 'off'}", "-c", "max_connections=50"]
         logfile = self.tmpdir / "server.log"  # written by this process: root may own it
         with open(logfile, "ab") as log:
             self._proc = subprocess.Popen(
