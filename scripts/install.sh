@@ -23,6 +23,7 @@ APT_PACKAGES=(
   sway                        # headless Wayland desktop for the wayvnc tests (runs as a non-root user)
   wayvnc                      # the Wayland VNC server tested with and without its password
   foot                        # a Wayland terminal the wayvnc tests type into
+  postgresql                  # the Postgres checkpointer tests start a throw-away cluster (initdb, postgres)
   python3-venv
 )
 

@@ -17,7 +17,8 @@ from typing import Any
 from google.genai import types
 
 from vnc_use import VncUseAgent
-from vnc_use.agent.journal import Journal, call_key
+from vnc_use.agent.journal import call_key
+from vnc_use.agent.storage import open_storage
 from vnc_use.providers.gemini.planner import CustomFunction, GeminiComputerUse
 from vnc_use.testing import FakeDesktop
 from vnc_use.testing.gemini_standin import FunctionCallSpec, GeminiStandIn, Reply
@@ -132,7 +133,7 @@ def test_a_custom_function_done_before_a_crash_is_answered_from_the_journal(
     gemini: GeminiStandIn, tmp_path: Path
 ) -> None:
     result, desk, ran_again = _crash_then_resume(gemini, tmp_path, "done")
-    journal = Journal(tmp_path / "runs" / "cf" / "journal.jsonl")
+    journal = open_storage(None, tmp_path / "runs").journal("cf")
     assert [r["state"] for r in journal.records(call_key(1, 0))] == ["dispatched", "done"]
 
     assert result.status == "done", result.error

@@ -20,7 +20,7 @@ from vnc_use.actions import GEMINI_35_DESKTOP_TABLE, ActionError, ValidatedActio
 from vnc_use.agent import history
 from vnc_use.agent.context import AgentContext, AgentSettings
 from vnc_use.agent.graph import route_next
-from vnc_use.agent.journal import Journal
+from vnc_use.agent.journal import Journal, SqliteJournalStore
 from vnc_use.agent.nodes import propose
 from vnc_use.agent.state import CUAState
 from vnc_use.providers.base import HistoryRecord, LoadPng, Planner, Proposal, ProposedCall
@@ -90,7 +90,7 @@ def _context(tmp_path: Path, planner: Planner) -> AgentContext:
         planner=planner,
         run=folder,
         settings=AgentSettings(keep_screenshots=2),
-        journal=Journal(folder.path / "journal.jsonl"),
+        journal=Journal(SqliteJournalStore(tmp_path / "vnc-use.sqlite"), "boundary"),
     )
 
 

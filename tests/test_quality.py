@@ -102,3 +102,16 @@ def test_the_graph_does_not_load_the_model_sdk() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
+
+
+def test_only_the_postgres_module_imports_psycopg() -> None:
+    """PostgreSQL (checkpoints, journal, leases) is reached through one module."""
+    users = sorted(
+        p.relative_to(ROOT).as_posix()
+        for p in (ROOT / "src").rglob("*.py")
+        if any(
+            m == "psycopg" or m.startswith(("psycopg.", "psycopg_pool"))
+            for m in _imported_modules(p)
+        )
+    )
+    assert users == ["src/vnc_use/agent/postgres.py"]

@@ -28,7 +28,8 @@ from typing import Any
 import pytest
 
 from vnc_use import VncUseAgent
-from vnc_use.agent.journal import Journal, call_key
+from vnc_use.agent.journal import call_key
+from vnc_use.agent.storage import open_storage
 from vnc_use.providers.gemini.planner import GeminiComputerUse
 from vnc_use.testing.desktop import TestDesktop
 from vnc_use.testing.gemini_standin import FunctionCallSpec, GeminiStandIn, Reply
@@ -205,7 +206,7 @@ def test_sigkill_at_random_points_never_loses_or_silently_repeats_an_action(
         # no step lost: every call was answered exactly once, in order
         assert [t["step"] for t in _transcript(runs, thread)] == list(range(1, TURNS + 1))
         # nothing executed twice unless the journal recorded a decision to send it again
-        journal = Journal(runs / thread / "journal.jsonl")
+        journal = open_storage(None, runs).journal(thread)
         w, h = desk.size
         for i, (x, y) in enumerate(_grid_points(trial)):
             target = (round(x / 1000 * w), round(y / 1000 * h))

@@ -25,6 +25,9 @@ variable                     what it sets
 ``VNC_USE_DESKTOP_DIR``      where the local desktop keeps its state
 ``XDG_STATE_HOME``           the default parent of that folder (``~/.local/state``)
 ``VNC_USE_NOVNC_DIR``        where noVNC's web client is (``/usr/share/novnc``)
+``VNC_USE_DATABASE_URL``     where checkpoints, the journal and leases live when
+                             ``--checkpointer`` is not given: a ``postgresql://`` URL (its
+                             password, like ``PGPASSWORD``, is a secret never written)
 ===========================  ================================================================
 """
 
@@ -33,13 +36,16 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 __all__ = [
     "API_VERSION_VARIABLE",
+    "DATABASE_URL_VARIABLE",
     "DESKTOP_DIR_VARIABLE",
     "NOVNC_DIR_VARIABLE",
     "SECRET_PREFIX",
     "child_environment",
+    "database_url",
     "desktop_state_dir",
     "gemini_api_key",
     "gemini_api_version",
@@ -63,6 +69,9 @@ DESKTOP_DIR_VARIABLE = "VNC_USE_DESKTOP_DIR"
 NOVNC_DIR_VARIABLE = "VNC_USE_NOVNC_DIR"
 """Overrides where the live view finds noVNC."""
 
+DATABASE_URL_VARIABLE = "VNC_USE_DATABASE_URL"
+"""The checkpoint database (``postgresql://...``) when ``--checkpointer`` is not given."""
+
 SECRET_PREFIX = "VNC_USE_SECRET_"
 """``--sensitive NAME`` reads its value from ``VNC_USE_SECRET_<NAME>``."""
 
@@ -72,6 +81,7 @@ _SECRET_VARIABLES = (
     "OPENAI_API_KEY",
     "VNC_PASSWORD",
     "VNC_VIEW_PASSWORD",
+    "PGPASSWORD",  # libpq's own: the database password when the URL holds none
 )
 
 
@@ -145,7 +155,25 @@ def secret_values() -> list[str]:
     what logs, events and reports must never show."""
     found = [os.environ.get(name) for name in _SECRET_VARIABLES]
     found += [v for k, v in os.environ.items() if k.startswith(SECRET_PREFIX)]
+    found.append(_url_password(database_url()))
     return [v for v in found if v]
+
+
+def database_url() -> str | None:
+    """``VNC_USE_DATABASE_URL``, stripped: where checkpoints live when no ``--checkpointer``."""
+    url = _get(DATABASE_URL_VARIABLE)
+    return url.strip() if url else None
+
+
+def _url_password(url: str | None) -> str | None:
+    """The password of a ``scheme://user:password@host/...`` URL (``None`` without one)."""
+    if not url or "://" not in url:
+        return None
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        return None
+    return unquote(password) if password else None
 
 
 def desktop_state_dir() -> Path:

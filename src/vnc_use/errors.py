@@ -48,3 +48,7 @@ class ApiError(PlannerError):
         self.api = api
         label = f"{status_code} {status}" if status else str(status_code)
         super().__init__(f"{api} error {label}: {message}")
+
+
+class StorageError(VncUseError):
+    """The checkpoint database (SQLite or PostgreSQL) could not be opened or reached."""

@@ -5,6 +5,9 @@
 - :mod:`~vnc_use.agent.state` -- the checkpointed state and the records in it;
 - :mod:`~vnc_use.agent.history` -- the conversation as JSON records;
 - :mod:`~vnc_use.agent.journal` -- the action journal (no action performed twice);
+- :mod:`~vnc_use.agent.storage` -- where checkpoints, journal and leases live (SQLite,
+  PostgreSQL via :mod:`~vnc_use.agent.postgres`);
+- :mod:`~vnc_use.agent.lease` -- one run per desktop;
 - :mod:`~vnc_use.agent.approval` -- approvals of the actions a model marks for confirmation.
 
 Importing this package is light: :class:`VncUseAgent` (LangGraph, the model SDK) loads on use.

@@ -11,19 +11,36 @@ server received it. When ``act`` starts for a call, the journal tells it what ha
 - ``dispatched`` without ``done``: it may or may not have happened. It is never silently
   re-executed: a person decides (``hitl_mode``), or the model is told the outcome is unknown.
 
-The journal is ``journal.jsonl`` in the run folder, one JSON object per line.
+The journal lives in the same database as the checkpoints (:mod:`vnc_use.agent.storage`): a
+table ``vnc_use_journal`` of ``(thread_id, key, record)`` rows, one JSON object per record, in
+the SQLite file of the runs folder or in PostgreSQL. So a run resumed on another machine, against
+the same database, knows which actions were performed. Every append is committed (and, in
+SQLite, fsynced) before :meth:`Journal.dispatched` returns, i.e. before any byte goes out.
 """
 
 from __future__ import annotations
 
 import json
-import os
+import sqlite3
 import threading
 import time
 from collections.abc import Mapping
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
+
+__all__ = [
+    "JOURNAL_TABLE",
+    "Journal",
+    "JournalStore",
+    "Outcome",
+    "SqliteJournalStore",
+    "call_key",
+    "import_jsonl",
+]
+
+JOURNAL_TABLE = "vnc_use_journal"
+"""The journal's table, next to the checkpointer's own in the same database."""
 
 
 class Outcome(str, Enum):
@@ -44,39 +61,85 @@ def call_key(model_call: int, call_index: int) -> str:
     return f"{model_call}:{call_index}"
 
 
-class Journal:
-    """An append-only, fsynced record of the actions sent to the desktop."""
+class JournalStore(Protocol):
+    """Where journal records are kept: rows of ``(thread_id, key, record)``, oldest first."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def append(self, thread_id: str, key: str, record: str) -> None:
+        """Add one record (a JSON object as text), committed before returning."""
+
+    def load(self, thread_id: str, key: str | None = None) -> list[str]:
+        """The thread's records (of one call when ``key`` is given), oldest first."""
+
+    def close(self) -> None:
+        """Close the connection the store opened."""
+
+
+class SqliteJournalStore:
+    """The journal in a SQLite file (the checkpoint database of the runs folder).
+
+    Its own connection in autocommit mode, ``synchronous=FULL``: each record is on disk when
+    :meth:`append` returns. The checkpointer's connection to the same file (WAL mode) is a
+    different one; SQLite serialises the writers (``timeout`` seconds at most).
+    """
+
+    def __init__(self, path: str | Path, timeout: float = 30.0) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
+        self._conn = sqlite3.connect(
+            self.path, timeout=timeout, isolation_level=None, check_same_thread=False
+        )
+        self._conn.execute("PRAGMA synchronous=FULL")
+        self._conn.execute(
+            f"CREATE TABLE IF NOT EXISTS {JOURNAL_TABLE} (id INTEGER PRIMARY KEY AUTOINCREMENT, "
+            "thread_id TEXT NOT NULL, key TEXT NOT NULL, record TEXT NOT NULL)"
+        )
+        self._conn.execute(
+            f"CREATE INDEX IF NOT EXISTS {JOURNAL_TABLE}_thread ON {JOURNAL_TABLE} (thread_id, key)"
+        )
+
+    def append(self, thread_id: str, key: str, record: str) -> None:
+        with self._lock:
+            self._conn.execute(
+                f"INSERT INTO {JOURNAL_TABLE} (thread_id, key, record) VALUES (?, ?, ?)",
+                (thread_id, key, record),
+            )
+
+    def load(self, thread_id: str, key: str | None = None) -> list[str]:
+        sql = f"SELECT record FROM {JOURNAL_TABLE} WHERE thread_id = ?"
+        params: tuple[str, ...] = (thread_id,)
+        if key is not None:
+            sql, params = sql + " AND key = ?", (thread_id, key)
+        with self._lock:
+            rows = self._conn.execute(sql + " ORDER BY id", params).fetchall()
+        return [str(row[0]) for row in rows]
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+
+class Journal:
+    """An append-only, durable record of the actions one run sent to its desktop."""
+
+    def __init__(self, store: JournalStore, thread_id: str) -> None:
+        self.store = store
+        self.thread_id = thread_id
 
     def _append(self, record: dict[str, Any]) -> None:
         # default=str: a custom function's result that is not quite JSON is kept as text
         # rather than failing after the function ran
-        line = json.dumps({"ts": round(time.time(), 3), **record}, ensure_ascii=False, default=str)
-        line += "\n"
-        with self._lock:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            try:
-                os.write(fd, line.encode("utf-8"))
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+        text = json.dumps({"ts": round(time.time(), 3), **record}, ensure_ascii=False, default=str)
+        self.store.append(self.thread_id, str(record["key"]), text)
 
     def records(self, key: str | None = None) -> list[dict[str, Any]]:
         """Every record (of one call when ``key`` is given), oldest first."""
-        try:
-            text = self.path.read_text("utf-8")
-        except FileNotFoundError:
-            return []
         out = []
-        for line in text.splitlines():
+        for text in self.store.load(self.thread_id, key):
             try:
-                record = json.loads(line)
-            except json.JSONDecodeError:  # a line cut by a crash mid-write: it never completed
+                record = json.loads(text)
+            except json.JSONDecodeError:  # not ours: never written by _append
                 continue
-            if key is None or record.get("key") == key:
+            if isinstance(record, dict):
                 out.append(record)
         return out
 
@@ -119,3 +182,20 @@ class Journal:
     def dispatch_count(self, key: str) -> int:
         """How many times the action was sent (more than 1 only after a recorded decision)."""
         return sum(1 for r in self.records(key) if r.get("state") == "dispatched")
+
+
+def import_jsonl(journal: Journal, path: Path) -> int:
+    """Copy an older run's ``journal.jsonl`` (the journal's file before it moved into the
+    database) into ``journal`` when that holds nothing yet; returns how many records came."""
+    if journal.records() or not path.is_file():
+        return 0
+    count = 0
+    for line in path.read_text("utf-8").splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:  # a line cut by a crash mid-write: it never completed
+            continue
+        if isinstance(record, dict) and "key" in record:
+            journal.store.append(journal.thread_id, str(record["key"]), line)
+            count += 1
+    return count

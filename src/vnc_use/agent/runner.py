@@ -1,26 +1,27 @@
 """``VncUseAgent``: the public face of the agent, and its durable runs.
 
 The graph itself (nodes, routing) is in :mod:`vnc_use.agent.graph`; this module compiles it with a
-SQLite checkpointer, connects the desktop and the model, and turns the graph's state into a
+checkpointer (SQLite in the runs folder, or PostgreSQL: :mod:`vnc_use.agent.storage`), connects
+the desktop and the model, holds the desktop's lease while the run acts
+(:mod:`vnc_use.agent.lease`), and turns the graph's state into a
 :class:`~vnc_use.agent.state.RunResult`. A run's id is its LangGraph thread id, so ``approve``,
-``deny`` and ``resume`` work from any process that opens the same ``runs_dir``.
+``deny`` and ``resume`` work from any process that opens the same ``runs_dir`` and checkpoints.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
-import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.errors import GraphDrained
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import RunControl
@@ -29,8 +30,10 @@ from langgraph.types import Command
 from vnc_use import config
 from vnc_use.agent import approval as safety
 from vnc_use.agent.graph import AgentContext, AgentSettings, build_graph
-from vnc_use.agent.journal import Journal
+from vnc_use.agent.journal import import_jsonl
+from vnc_use.agent.lease import DEFAULT_LEASE_TIMEOUT
 from vnc_use.agent.state import CUAState, RunResult
+from vnc_use.agent.storage import CHECKPOINT_DB, open_storage, storage_for_checkpointer
 from vnc_use.desktops.address import parse_server
 from vnc_use.desktops.base import Desktop
 from vnc_use.desktops.region import ScreenRegion
@@ -54,7 +57,6 @@ if TYPE_CHECKING:  # imported when first connecting: Twisted stays out of deskto
 
 __all__ = ["CHECKPOINT_DB", "AgentSettings", "VncUseAgent"]
 
-CHECKPOINT_DB = "vnc-use.sqlite"
 DEFAULT_VNC_SERVER = "localhost::5901"
 
 log = logging.getLogger(__name__)
@@ -68,8 +70,14 @@ class VncUseAgent:
     >>> result.status, result.final_text                             # doctest: +SKIP
 
     Runs are checkpointed in ``<runs_dir>/vnc-use.sqlite`` under their thread id, so
-    :meth:`approve`, :meth:`deny` and :meth:`resume` work from any process. ``screen_size`` is
-    only a hint: the real size of every screenshot is what coordinates are scaled to.
+    :meth:`approve`, :meth:`deny` and :meth:`resume` work from any process. ``checkpointer``
+    keeps them elsewhere: a ``postgresql://`` URL (or a ``PostgresSaver``) for runs that
+    several machines share, or any LangGraph checkpointer; the action journal goes into the same
+    database (:mod:`vnc_use.agent.storage`). A run holds its desktop's lease while it acts
+    (:mod:`vnc_use.agent.lease`); another run on the same desktop waits up to
+    ``lease_timeout`` seconds, then fails with :class:`~vnc_use.agent.lease.LeaseBusy`.
+    ``screen_size`` is only a hint: the real size of every screenshot is what coordinates are
+    scaled to.
     ``screen_region`` (``"WxH+X+Y"``, see :mod:`vnc_use.desktops.region`) is the part of the
     server's
     framebuffer that is the screen, for servers that export more (multi-monitor, x11vnc's
@@ -125,7 +133,8 @@ class VncUseAgent:
         planner: Planner | None = None,
         keep_screenshots: int | None = None,
         checkpoint_db: str | Path | None = None,
-        checkpointer: BaseCheckpointSaver[Any] | None = None,
+        checkpointer: BaseCheckpointSaver[Any] | str | None = None,
+        lease_timeout: float = DEFAULT_LEASE_TIMEOUT,
         on_event: Callable[[dict[str, Any]], None] | None = None,
         settings: AgentSettings | None = None,
         sensitive_text: Mapping[str, str] | None = None,
@@ -147,6 +156,9 @@ class VncUseAgent:
         )
         if connect_timeout <= 0:
             raise ConfigError(f"connect_timeout must be positive, got {connect_timeout}")
+        if not lease_timeout >= 0:
+            raise ConfigError(f"lease_timeout must be 0 or more seconds, got {lease_timeout}")
+        self.lease_timeout = float(lease_timeout)
         if desktop is not None:
             _refuse_vnc_options_with_a_desktop(
                 vnc_server=vnc_server,
@@ -203,25 +215,27 @@ class VncUseAgent:
         self._control: RunControl | None = None
         self._stop = threading.Event()
         _check_writable(self.runs_dir)
-        self._conn: sqlite3.Connection | None = None
-        if checkpointer is not None:  # e.g. a PostgresSaver shared by many machines
-            self.checkpointer: BaseCheckpointSaver[Any] = checkpointer
-        else:
-            db = Path(checkpoint_db) if checkpoint_db else self.runs_dir / CHECKPOINT_DB
-            self._conn, self.checkpointer = _sqlite_saver(db)
+        if isinstance(checkpointer, BaseCheckpointSaver):  # e.g. a PostgresSaver of your own
+            self.storage = storage_for_checkpointer(checkpointer, self.runs_dir)
+        else:  # a postgresql:// URL, else the SQLite file (checkpoint_db, else the runs folder's)
+            self.storage = open_storage(checkpointer or checkpoint_db, self.runs_dir)
+        try:
+            self.checkpointer: BaseCheckpointSaver[Any] = self.storage.checkpointer
+        except BaseException:
+            self.storage.close()
+            raise
         self.graph: CompiledStateGraph[CUAState, AgentContext, CUAState, CUAState] = (
             build_graph().compile(checkpointer=self.checkpointer)
         )
 
     # -- lifecycle --------------------------------------------------------------------------
     def close(self) -> None:
-        """Disconnect from the VNC server and close the checkpoint database (if it opened
-        them); a ``desktop`` given to the agent is left as it is."""
+        """Disconnect from the VNC server and close the checkpoint database and journal (if it
+        opened them); a ``desktop`` or ``checkpointer`` given to the agent is left as it is."""
         if self._controller is not None:
             self._controller.disconnect()
             self._controller = None
-        if self._conn is not None:
-            self._conn.close()
+        self.storage.close()
 
     def __enter__(self) -> VncUseAgent:
         return self
@@ -268,6 +282,11 @@ class VncUseAgent:
             )
         # Fail before anything is recorded when the key or the desktop is missing.
         self.planner.check_ready()
+        with self._leased(thread_id):
+            return self._start(task, thread_id)
+
+    def _start(self, task: str, thread_id: str) -> RunResult:
+        """Record and run a new run (its desktop leased)."""
         desktop = self.desktop
         where = self._where(desktop)
         folder = self._folder(thread_id)
@@ -285,6 +304,7 @@ class VncUseAgent:
                 "hitl_mode": self.settings.hitl_mode,
                 "include_initial_screenshot": self.settings.include_initial_screenshot,
                 "sensitive_names": sorted(self.sensitive_text),
+                "checkpointer": self.storage.described,  # never its password
                 "started": time.time(),
             },
         )
@@ -338,8 +358,9 @@ class VncUseAgent:
         # `next` but still has its task, whose saved writes carry the run on.)
         if not snap.next and not snap.tasks:
             return self._result(thread_id, folder, emit=False)
-        folder.event("resumed", thread_id=thread_id)
-        return self._invoke(None, thread_id, folder)
+        with self._leased(thread_id):
+            folder.event("resumed", thread_id=thread_id)
+            return self._invoke(None, thread_id, folder)
 
     def result(self, thread_id: str) -> RunResult:
         """How a run stands now, without running anything."""
@@ -352,7 +373,32 @@ class VncUseAgent:
         if not snap.interrupts:
             raise ConfigError(f"run {thread_id!r} is not waiting for an approval")
         folder = self._folder(thread_id)
-        return self._invoke(Command(resume=decision), thread_id, folder)
+        with self._leased(thread_id):
+            return self._invoke(Command(resume=decision), thread_id, folder)
+
+    @contextlib.contextmanager
+    def _leased(self, thread_id: str) -> Iterator[None]:
+        """Hold the desktop's lease (a VNC address; a given desktop has none) for the block."""
+        if self.vnc_server is None:
+            yield
+            return
+        lease = self.storage.lease(self.vnc_server, thread_id)
+
+        def waiting(holder: str | None) -> None:  # the run has no folder yet: tell on_event
+            if self.on_event is not None:
+                who = f"run {holder}" if holder else "another run"
+                self.on_event(
+                    {
+                        "event": "waiting_for_desktop",
+                        "thread_id": thread_id,
+                        "holder": holder,
+                        "message": f"the desktop {lease.desktop} is in use by {who}; waiting "
+                        f"up to {self.lease_timeout:g} s",
+                    }
+                )
+
+        with lease.hold(self.lease_timeout, waiting):
+            yield
 
     def _config(self, thread_id: str) -> Any:
         return {"configurable": {"thread_id": thread_id}}
@@ -364,7 +410,8 @@ class VncUseAgent:
         check_thread_id(thread_id)
         snap = self._snapshot(thread_id)
         if not snap.values:
-            raise ConfigError(f"no run with thread id {thread_id!r} in {self.runs_dir}")
+            where = self.storage.described
+            raise ConfigError(f"no run with thread id {thread_id!r} in {where}")
         return snap
 
     def _folder(self, thread_id: str) -> RunFolder:
@@ -377,6 +424,7 @@ class VncUseAgent:
     def _secrets(self) -> list[str | None]:
         return [
             self._vnc_password,
+            *self.storage.secrets,
             *config.secret_values(),
             *self.sensitive_text.values(),
         ]
@@ -394,6 +442,8 @@ class VncUseAgent:
         interrupted = False
         self._stop.clear()
         deadline: float | None = None
+        journal = self.storage.journal(thread_id)
+        import_jsonl(journal, folder.path / "journal.jsonl")  # a run of an older version
         while True:
             self._control = RunControl()
             try:
@@ -402,7 +452,7 @@ class VncUseAgent:
                     planner=self.planner,
                     run=folder,
                     settings=self.settings,
-                    journal=Journal(folder.path / "journal.jsonl"),
+                    journal=journal,
                     secrets=self.sensitive_text,
                     stop=self._stop,
                 )
@@ -563,18 +613,3 @@ def _check_writable(runs_dir: Path) -> None:
             f"cannot write the runs folder {runs_dir} ({exc.strerror or exc}); "
             "choose a writable one (--runs-dir / runs_dir=)"
         ) from None
-
-
-def _sqlite_saver(db: Path) -> tuple[sqlite3.Connection, SqliteSaver]:
-    """The default checkpointer: SQLite in the runs folder, its tables created."""
-    conn = sqlite3.connect(db, check_same_thread=False)
-    saver = SqliteSaver(conn)
-    try:
-        saver.setup()
-    except sqlite3.DatabaseError as exc:
-        conn.close()
-        raise ConfigError(
-            f"the checkpoint database {db} is unreadable ({exc}); move it away to start "
-            "afresh, or use another runs folder"
-        ) from None
-    return conn, saver

@@ -11,8 +11,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 from typing import Any
+from urllib.parse import urlsplit
 
 from vnc_use import config
+from vnc_use.agent.lease import DEFAULT_LEASE_TIMEOUT
 from vnc_use.agent.state import RunResult
 from vnc_use.cli import desktop as desktop_commands
 from vnc_use.cli import progress
@@ -57,6 +59,23 @@ def _common(p: argparse.ArgumentParser) -> None:
         metavar="S",
         help="seconds to wait for the VNC connection and handshake (default 5)",
     )
+    p.add_argument(
+        "--checkpointer",
+        default=None,
+        metavar="URL",
+        help="where checkpoints and the action journal live: postgresql://USER@HOST:PORT/DB "
+        "for runs several machines share (the password is best left to PGPASSWORD), or a "
+        "SQLite file; default: the VNC_USE_DATABASE_URL environment variable, else "
+        "RUNS_DIR/vnc-use.sqlite",
+    )
+    p.add_argument(
+        "--lease-timeout",
+        type=_non_negative_seconds,
+        default=DEFAULT_LEASE_TIMEOUT,
+        metavar="SECONDS",
+        help="how long to wait for a desktop another run is driving before giving up "
+        f"(default {DEFAULT_LEASE_TIMEOUT:g})",
+    )
     p.add_argument("--quiet", action="store_true", help="print only the final result")
     p.add_argument(
         "--json", action="store_true", help="print every event as one JSON line (as events.jsonl)"
@@ -70,6 +89,16 @@ def _positive_seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"{text} must be a positive number of seconds")
+    return value
+
+
+def _non_negative_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} must be 0 or more seconds")
     return value
 
 
@@ -300,6 +329,8 @@ def _make_agent(args: argparse.Namespace, saved: dict[str, Any] | None) -> Any:
         "vnc_username": args.vnc_user or config.vnc_username() or saved.get("vnc_username") or None,
         "vnc_ca": args.vnc_ca or saved.get("vnc_ca") or None,
         "connect_timeout": args.connect_timeout or saved.get("connect_timeout") or 5.0,
+        "checkpointer": _checkpointer(args, saved),
+        "lease_timeout": args.lease_timeout,
     }
     if args.command == "run":
         kwargs.update(
@@ -339,6 +370,32 @@ def _make_agent(args: argparse.Namespace, saved: dict[str, Any] | None) -> Any:
     # sent the same tools at the same place after approve/deny/resume
     kwargs["planner"] = planner_from_settings(saved)
     return VncUseAgent(**kwargs)
+
+
+def _checkpointer(args: argparse.Namespace, saved: dict[str, Any]) -> str | None:
+    """``--checkpointer``, else ``VNC_USE_DATABASE_URL``; a run whose checkpoints are in
+    PostgreSQL (run.json keeps the address without its password) needs one of them again."""
+    chosen: str | None = args.checkpointer or config.database_url()
+    if args.checkpointer and "://" in args.checkpointer and _has_password(args.checkpointer):
+        print(
+            "vnc-use: warning: a password in --checkpointer is visible to other users in the "
+            "process list; prefer PGPASSWORD or the VNC_USE_DATABASE_URL environment variable",
+            file=sys.stderr,
+        )
+    recorded = str(saved.get("checkpointer") or "")
+    if chosen is None and recorded.startswith("postgresql://"):
+        raise ConfigError(
+            f"run {args.thread_id} keeps its checkpoints in {recorded}: give "
+            "--checkpointer postgresql://... (or set VNC_USE_DATABASE_URL)"
+        )
+    return chosen
+
+
+def _has_password(url: str) -> bool:
+    try:
+        return bool(urlsplit(url).password)
+    except ValueError:
+        return False
 
 
 def _sensitive_values(names: list[str]) -> dict[str, str]:

@@ -22,6 +22,9 @@
 * ``vnc_use.testing.wayland`` starts headless sway with wayvnc (with or without its
   user/password and a throw-away certificate) and a terminal whose typed lines tests read
   (``python -m vnc_use.testing.wayland --help``).
+* ``vnc_use.testing.postgres`` starts a throw-away PostgreSQL cluster (Debian's ``postgresql``
+  package) on 127.0.0.1 with a random password, as a non-root user when run as root
+  (``python -m vnc_use.testing.postgres``).
 
 This package module imports nothing heavy; import the submodules you need
 (``FakeDesktop`` and ``OpenAIStandIn`` are loaded on first use).
