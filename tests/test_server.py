@@ -233,10 +233,8 @@ def test_the_cli_says_in_one_line_when_no_server_answers(runs: Path) -> None:
     result = run_cli(["runs", "--server", "http://127.0.0.1:9"])
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "cannot reach the server" in result.stderr
-    result = run_cli(
-        ["run", "--server", "http://127.0.0.1:9", "--vnc", "127.0.0.1::5999", "--task", "x"]
-        + ["--vnc-password", "hunter22"]  # noqa: RUF005
-    )
+    where = ["--vnc", "127.0.0.1::5999", "--vnc-password", "hunter22"]
+    result = run_cli(["run", "--server", "http://127.0.0.1:9", *where, "--task", "x"])
     assert result.returncode == 2 and "--vnc-password-env" in result.stderr
 
 
