@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,6 +35,7 @@ from gemini_fixtures import DUMMY_API_KEY
 pytestmark = pytest.mark.desktop
 
 GRAPH = "vnc_use"
+README = Path(__file__).resolve().parents[1] / "README.md"
 _TASK = re.compile(r"click grid (\d+),(\d+)( slowly)?( confirm)?")
 
 
@@ -196,37 +198,72 @@ def served_run(url: str, probe: Probe, runs: Path, task: str) -> list[str]:
     return ["run", "--server", url, *where, "--runs-dir", str(runs), "--task", task]
 
 
-def test_the_cli_runs_approves_and_lists_against_the_server(
-    server: LangGraphDev, probe: Probe, runs: Path
-) -> None:
+def _readme_server_commands(url: str, probe: Probe, task: str) -> list[list[str]]:
+    """The ``vnc-use ... --server`` lines of the README's Deployment section, aimed at this
+    server, this desktop (its password in ``VNC_PASSWORD_A``) and ``task``."""
+    section = README.read_text("utf-8").split("## Deployment", 1)[1].split("\n## ", 1)[0]
+    lines = [line for line in section.splitlines() if line.startswith("vnc-use ")]
+    assert len(lines) == 5, lines
+    swap = {
+        "http://127.0.0.1:2024": url,
+        "desk-07::5901": probe.desktop.server,
+        "VNC_PASSWORD_07": "VNC_PASSWORD_A",
+        "Click the OK button": task,
+    }
+    out = []
+    for line in lines:
+        for old, new in swap.items():
+            line = line.replace(old, new)
+        out.append(shlex.split(line)[1:])
+    return out
+
+
+def test_the_readme_server_commands(server: LangGraphDev, probe: Probe, tmp_path: Path) -> None:
+    """The README's Deployment commands, as written: run (pauses: the policy asks for
+    click_at), runs (waiting first), approve (the click lands), deny (nothing waits), resume
+    (nothing left to do)."""
     gx, gy, pixel = _grid(probe)
-    url = server.url
-    started = run_cli(served_run(url, probe, runs, f"click grid {gx},{gy} confirm"))
+    run, runs, approve, deny, resume = _readme_server_commands(
+        server.url, probe, f"click grid {gx},{gy}"
+    )
+    started = run_cli(run, cwd=tmp_path)
     assert started.returncode == 3, started.stderr
     tid = re.search(r"thread (\S+) on", started.stdout).group(1)  # type: ignore[union-attr]
-    assert f"vnc-use approve --server {url} {tid}" in started.stdout
+    assert f"vnc-use approve --server {server.url} {tid}" in started.stdout
+    assert "--confirm click_at" in started.stdout  # who asks: the approval policy
 
-    listed = run_cli(["runs", "--server", url])
+    listed = run_cli(runs)
     assert listed.returncode == 0, listed.stderr
-    rows = listed.stdout.splitlines()[1:]
-    assert rows[0].split()[:3] == [tid, "awaiting_approval", "click_at"]  # waiting first
+    assert listed.stdout.splitlines()[1].split()[:3] == [tid, "awaiting_approval", "click_at"]
 
-    approved = run_cli(["approve", "--server", url, tid])
+    def on(argv: list[str]) -> list[str]:
+        return [tid if a == "THREAD" else a for a in argv]
+
+    approved = run_cli(on(approve))
     assert approved.returncode == 0, approved.stderr
     assert "approved by person" in approved.stdout and "step 1: click_at" in approved.stdout
     assert _presses(probe) == [pixel]
-
-    second = run_cli(served_run(url, probe, runs, f"click grid {gx},{gy} confirm"))
-    tid2 = re.search(r"thread (\S+) on", second.stdout).group(1)  # type: ignore[union-attr]
-    denied = run_cli(["deny", "--server", url, tid2])
-    assert denied.returncode == 4, denied.stderr
-    again = run_cli(["approve", "--server", url, tid2])
-    assert again.returncode == 2 and "not waiting for an approval" in again.stderr
+    denied = run_cli(on(deny))
+    assert denied.returncode == 2 and "not waiting for an approval" in denied.stderr
+    resumed = run_cli(on(resume))
+    assert resumed.returncode == 0, resumed.stderr
+    assert "status: done" in resumed.stdout
     assert _presses(probe) == [pixel]
 
+
+def test_the_cli_denies_on_the_server(server: LangGraphDev, probe: Probe, runs: Path) -> None:
+    gx, gy, _ = _grid(probe)
+    url = server.url
+    first = run_cli(served_run(url, probe, runs, f"click grid {gx},{gy} confirm"))
+    assert first.returncode == 3, first.stderr
+    tid = re.search(r"thread (\S+) on", first.stdout).group(1)  # type: ignore[union-attr]
+    denied = run_cli(["deny", "--server", url, tid])
+    assert denied.returncode == 4, denied.stderr
+    assert "denied by person" in denied.stdout
     listed = run_cli(["runs", "--server", url, "--json"])
     statuses = {r["thread_id"]: r["status"] for r in map(json.loads, listed.stdout.splitlines())}
-    assert statuses[tid] == "done" and statuses[tid2] == "denied"
+    assert statuses[tid] == "denied"
+    assert _presses(probe) == []
 
 
 def test_the_cli_says_in_one_line_when_no_server_answers(runs: Path) -> None:
@@ -298,3 +335,25 @@ def test_a_spec_with_a_secret_is_refused(server: LangGraphDev, probe: Probe, run
 )
 def test_resume_decisions_from_inboxes_and_middleware(answer: Any, decision: str) -> None:
     assert parse_decision(answer) == decision
+
+
+def test_the_readme_starts_langgraph_dev_as_these_tests_do() -> None:
+    """The README's ``langgraph dev`` line carries the flags :class:`LangGraphDev` starts the
+    server with (offline, no browser or reloader, an explicit port, several jobs)."""
+    (line,) = [x for x in README.read_text("utf-8").splitlines() if "langgraph dev " in x]
+    for flag in ("LANGGRAPH_CLI_NO_ANALYTICS=1", "--no-browser", "--no-reload", "--port"):
+        assert flag in line
+    assert int(line.split("--n-jobs-per-worker ")[1].split()[0]) > 1
+
+
+def test_the_server_publishes_the_graphs_schemas(server: LangGraphDev) -> None:
+    """Input, output and context schemas (the state is a typing_extensions TypedDict, the
+    context the JSON-only run spec)."""
+    client = get_sync_client(url=server.url, api_key=None)
+    (assistant,) = client.assistants.search(graph_id=GRAPH)
+    schemas = client.assistants.get_schemas(assistant["assistant_id"])
+    assert "task" in schemas["input_schema"]["properties"]
+    assert "transcript" in schemas["output_schema"]["properties"]
+    context = schemas["context_schema"]["properties"]
+    assert {"vnc_server", "vnc_password_env", "sensitive_names", "keep_screenshots"} <= set(context)
+    assert not [name for name in context if "password" in name and not name.endswith("_env")]
