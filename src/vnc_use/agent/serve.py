@@ -23,12 +23,11 @@ import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
-from langgraph_sdk.runtime import ServerRuntime  # the server extra (langgraph-sdk)
 
 from vnc_use import config as env
 from vnc_use.agent.context import AgentContext
@@ -41,6 +40,9 @@ from vnc_use.desktops.base import Desktop
 from vnc_use.desktops.region import ScreenRegion
 from vnc_use.errors import ConfigError
 from vnc_use.record.folder import RunFolder
+
+if TYPE_CHECKING:  # the server resolves the annotation with its own ServerRuntime
+    from langgraph_sdk.runtime import ServerRuntime
 
 __all__ = ["SPEC_NAMESPACE", "LiveRun", "make_graph", "open_live"]
 
