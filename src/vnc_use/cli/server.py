@@ -121,7 +121,10 @@ def command(args: argparse.Namespace) -> int:
     with _reaching(args.server):
         if args.command == "run":
             spec = spec_from_args(args)
-            thread = client.threads.create(metadata={"task": args.task, "vnc": spec.vnc_server})
+            thread = client.threads.create(
+                thread_id=args.thread_id,  # the server's rule: a UUID (422 otherwise)
+                metadata={"task": args.task, "vnc": spec.vnc_server},
+            )
             tid = str(thread["thread_id"])
             _follow(client, tid, show, input={"task": args.task}, context=spec.to_json())
         else:
