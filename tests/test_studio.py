@@ -1,22 +1,27 @@
 """The graph as LangGraph's tools see it: ``langgraph.json`` and the pinned topology.
 
-``langgraph dev`` loads each ``graphs`` entry of ``langgraph.json`` (``./path/file.py:name``)
-by importing the file; this test does the same. The Mermaid drawing of the compiled graph is
-pinned in ``tests/graph.mermaid`` (and shown in the README): a change of nodes or edges must be
-a deliberate change of the snapshot. Regenerate it with::
+``langgraph dev`` loads each ``graphs`` entry of ``langgraph.json`` (``module:name``, a graph
+factory) by importing the module; this test does the same and asks the factory for the graph
+as the server does for schemas and Studio (no run: nothing is opened). The Mermaid drawing of
+the compiled graph is pinned in ``tests/graph.mermaid`` (and shown in the README): a change of
+nodes or edges must be a deliberate change of the snapshot. Regenerate it with::
 
     VNC_USE_UPDATE_SNAPSHOTS=1 python -m pytest tests/test_studio.py
 """
 
 from __future__ import annotations
 
-import importlib.util
+import asyncio
+import importlib
 import json
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.store.memory import InMemoryStore
+from langgraph_sdk.runtime import _ReadRuntime  # what the server passes for schema reads
 
 from vnc_use.agent.graph import build_graph
 
@@ -24,21 +29,24 @@ ROOT = Path(__file__).resolve().parents[1]
 SNAPSHOT = Path(__file__).resolve().parent / "graph.mermaid"
 
 
-def test_langgraph_json_points_at_the_compiled_graph() -> None:
+def test_langgraph_json_points_at_the_graph_factory() -> None:
     config = json.loads((ROOT / "langgraph.json").read_text("utf-8"))
     assert config["dependencies"] == ["."]
     ((name, target),) = config["graphs"].items()
     assert name == "vnc_use"
-    path, _, attr = target.partition(":")
-    spec = importlib.util.spec_from_file_location("studio_as_loaded", ROOT / path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # as langgraph dev does: by file path
-    graph = getattr(module, attr)
+    module_name, _, attr = target.partition(":")
+    factory = getattr(importlib.import_module(module_name), attr)  # as langgraph dev does
+    runtime = _ReadRuntime(access_context="assistants.read", user=None, store=InMemoryStore())
+    graph = asyncio.run(_enter(factory({"configurable": {}}, runtime)))
     assert isinstance(graph, CompiledStateGraph)
     assert graph.checkpointer is None  # the LangGraph server brings its own
     assert set(graph.get_graph().nodes) == set(build_graph().compile().get_graph().nodes)
     assert graph.get_graph().draw_mermaid() == SNAPSHOT.read_text("utf-8")
+
+
+async def _enter(factory: Any) -> Any:
+    async with factory as graph:
+        return graph
 
 
 def test_topology_snapshot() -> None:

@@ -50,6 +50,7 @@ __all__ = [
     "gemini_api_key",
     "gemini_api_version",
     "gemini_base_url",
+    "named_secret",
     "novnc_dir",
     "openai_api_key",
     "openai_base_url",
@@ -132,6 +133,12 @@ def gemini_api_version() -> str | None:
 def vnc_password() -> str | None:
     """``VNC_PASSWORD``."""
     return _get("VNC_PASSWORD")
+
+
+def named_secret(variable: str) -> str | None:
+    """The value of the environment variable a served run's spec names for its VNC password
+    (``vnc_password_env``); ``None`` when unset."""
+    return _get(variable)
 
 
 def vnc_username() -> str | None:

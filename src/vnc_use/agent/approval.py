@@ -122,15 +122,61 @@ def approval_request(
     }
     if call.get("error"):
         request["error"] = call["error"]
+    request.update(inbox_request(request))
     return request
 
 
+def inbox_request(request: dict[str, Any]) -> dict[str, Any]:
+    """The Agent Inbox fields of an approval request (``action_request``, ``config``,
+    ``description``): what an inbox shows, next to vnc-use's own fields."""
+    pixels = request.get("pixels") or {}
+    where = f" at pixels ({pixels['x']}, {pixels['y']})" if "x" in pixels and "y" in pixels else ""
+    text = f"**{request['name']}**{where} (step {request['step']}, asked by {request['asked_by']})"
+    text += f"\n\n{request['explanation']}"
+    if request.get("error"):
+        text += f"\n\nThe call is invalid and will not run even if accepted: {request['error']}"
+    return {
+        "action_request": {
+            "action": request["name"],
+            "args": {**request["args"], "pixels": pixels},
+        },
+        "config": {
+            "allow_accept": True,
+            "allow_ignore": True,
+            "allow_respond": False,
+            "allow_edit": False,
+        },
+        "description": text,
+    }
+
+
+_APPROVING = frozenset({APPROVE, "y", "yes", "accept"})
+
+
 def parse_decision(answer: Any) -> Decision:
-    """Turn a resume value into a decision; anything but a clear approval is a denial."""
+    """Turn a resume value into a decision; anything but a clear approval is a denial.
+
+    Approvals: ``"approve"`` / ``"yes"`` / ``True``; ``{"decision": "approve"}``;
+    Agent Inbox's ``[{"type": "accept", ...}]``; LangChain HITL middleware's
+    ``{"decisions": [{"type": "approve"}]}``. Ignore, respond, edit, reject, a list of
+    several answers or anything unclear: a denial.
+    """
+    if isinstance(answer, list):  # Agent Inbox: one HumanResponse per interrupt
+        return _typed(answer[0]) if len(answer) == 1 else DENY
     if isinstance(answer, dict):
+        if "decisions" in answer:  # HITL middleware: one decision per action request
+            found = answer["decisions"]
+            return _typed(found[0]) if isinstance(found, list) and len(found) == 1 else DENY
+        if "type" in answer:
+            return _typed(answer)
         answer = answer.get("decision", answer.get("approved"))
-    if answer is True or (
-        isinstance(answer, str) and answer.strip().lower() in {APPROVE, "y", "yes"}
-    ):
+    if answer is True or (isinstance(answer, str) and answer.strip().lower() in _APPROVING):
+        return APPROVE
+    return DENY
+
+
+def _typed(response: Any) -> Decision:
+    """``{"type": "accept" | "approve"}`` approves; every other response denies."""
+    if isinstance(response, dict) and response.get("type") in ("accept", APPROVE):
         return APPROVE
     return DENY

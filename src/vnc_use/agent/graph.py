@@ -13,9 +13,19 @@
 Node functions live at module level and reach the desktop, the model and the run folder
 through LangGraph's runtime context (:class:`AgentContext`), which is never checkpointed.
 State (:class:`~vnc_use.agent.state.CUAState`) holds only JSON-able values and screenshot digests.
+
+One builder serves every use: :func:`build_graph` with the run's live parts bound
+(``VncUseAgent`` per invocation, the LangGraph Server factory per run) or without them (state
+reads, Studio, drawing). The graph's published context schema is the JSON-only
+:class:`~vnc_use.agent.spec.RunSpec` (what a server client sends); the nodes are handed the
+bound :class:`AgentContext` instead.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any, TypeVar
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
@@ -24,7 +34,9 @@ from vnc_use.agent import approval as safety
 from vnc_use.agent.act import act
 from vnc_use.agent.context import AgentContext, AgentSettings
 from vnc_use.agent.nodes import hitl_gate, observe, propose
+from vnc_use.agent.spec import RunSpec
 from vnc_use.agent.state import CUAState
+from vnc_use.errors import ConfigError
 from vnc_use.status import FINAL
 
 __all__ = ["FINAL", "AgentContext", "AgentSettings", "build_graph", "route_next", "route_start"]
@@ -52,16 +64,42 @@ def route_next(state: CUAState) -> str:
     return "act"
 
 
-def build_graph() -> StateGraph[CUAState, AgentContext, CUAState, CUAState]:
-    """The agent's graph, uncompiled (for inspection and drawing)."""
-    g: StateGraph[CUAState, AgentContext, CUAState, CUAState] = StateGraph(
-        CUAState, context_schema=AgentContext
-    )
-    g.add_node("observe", observe)
-    g.add_node("propose", propose)
-    g.add_node("hitl_gate", hitl_gate, destinations=("act", END))
-    g.add_node("act", act)
-    g.add_conditional_edges(START, route_start, ["observe", "propose"])
+_R = TypeVar("_R")
+
+
+def _bound(
+    fn: Callable[[CUAState, Runtime[AgentContext]], _R], live: AgentContext | None
+) -> Callable[..., _R]:
+    """``fn`` handed the run's live parts as its runtime context (``live``, else a context
+    that already is an :class:`AgentContext`)."""
+
+    def node(state: CUAState, runtime: Runtime[Any]) -> _R:
+        ctx: Any = live if live is not None else runtime.context
+        if not isinstance(ctx, AgentContext):
+            raise ConfigError(
+                "this graph has no desktop or model bound: run it with VncUseAgent, or serve "
+                "it with langgraph.json (vnc_use.agent.serve:make_graph)"
+            )
+        bound: Runtime[AgentContext] = replace(runtime, context=ctx)
+        return fn(state, bound)
+
+    node.__name__ = getattr(fn, "__name__", "node")
+    node.__doc__ = fn.__doc__
+    return node
+
+
+Graph = StateGraph[CUAState, RunSpec, CUAState, CUAState]
+
+
+def build_graph(live: AgentContext | None = None) -> Graph:
+    """The agent's graph, uncompiled; its nodes act with ``live`` (the run's desktop, model,
+    run folder and journal). Without it, the same topology for state reads and drawing."""
+    g: Graph = StateGraph(CUAState, context_schema=RunSpec)
+    g.add_node("observe", _bound(observe, live))
+    g.add_node("propose", _bound(propose, live))
+    g.add_node("hitl_gate", _bound(hitl_gate, live), destinations=("act", END))
+    g.add_node("act", _bound(act, live))
+    g.add_conditional_edges(START, _bound(route_start, live), ["observe", "propose"])
     g.add_edge("observe", "propose")
     g.add_conditional_edges("propose", route_next, ["hitl_gate", "act", "propose", END])
     g.add_conditional_edges("act", route_next, ["hitl_gate", "act", "propose", END])

@@ -32,8 +32,10 @@ from vnc_use.agent import approval as safety
 from vnc_use.agent.graph import AgentContext, AgentSettings, build_graph
 from vnc_use.agent.journal import import_jsonl
 from vnc_use.agent.lease import DEFAULT_LEASE_TIMEOUT
+from vnc_use.agent.spec import RunSpec
 from vnc_use.agent.state import CUAState, RunResult
 from vnc_use.agent.storage import CHECKPOINT_DB, open_storage, storage_for_checkpointer
+from vnc_use.agent.stream import to_custom_stream
 from vnc_use.desktops.address import parse_server
 from vnc_use.desktops.base import Desktop
 from vnc_use.desktops.region import ScreenRegion
@@ -224,7 +226,9 @@ class VncUseAgent:
         except BaseException:
             self.storage.close()
             raise
-        self.graph: CompiledStateGraph[CUAState, AgentContext, CUAState, CUAState] = (
+        # the topology for state reads; each invocation compiles the same builder with the
+        # run's live parts bound (as the LangGraph Server factory does per run)
+        self.graph: CompiledStateGraph[CUAState, RunSpec, CUAState, CUAState] = (
             build_graph().compile(checkpointer=self.checkpointer)
         )
 
@@ -418,6 +422,7 @@ class VncUseAgent:
         folder = RunFolder(self.runs_dir, thread_id, secrets=self._secrets())
         if self.on_event is not None:
             folder.add_listener(self.on_event)
+        folder.add_listener(to_custom_stream)  # for clients of graph.stream(..., "custom")
         folder.add_listener(ReportOnRunEnd(folder))  # report.html at every pause and end
         return folder
 
@@ -458,10 +463,10 @@ class VncUseAgent:
                 )
                 # "sync": each step's checkpoint is on disk before the next step starts, so
                 # a process killed at any point resumes from the step it was in.
-                self.graph.invoke(
+                graph = build_graph(live=ctx).compile(checkpointer=self.checkpointer)
+                graph.invoke(
                     inp,
                     self._config(thread_id),
-                    context=ctx,
                     durability="sync",
                     control=self._control,
                 )

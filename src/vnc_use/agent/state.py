@@ -29,10 +29,10 @@ from __future__ import annotations
 import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any, TypedDict, TypeVar
+from typing import Annotated, Any, TypeVar
 
 from langgraph.channels import DeltaChannel
-from typing_extensions import NotRequired
+from typing_extensions import NotRequired, TypedDict  # the server publishes its schemas
 
 from vnc_use.providers.base import CallResult, ProposedCall
 from vnc_use.status import RunStatus

@@ -1,20 +1,21 @@
-"""The agent's graph for LangGraph Studio and ``langgraph dev`` (see ``langgraph.json``).
+"""The agent's graph, compiled without a checkpointer and without live parts: its topology
+and schemas, for drawing and inspection.
 
-``graph`` is the graph :class:`~vnc_use.VncUseAgent` runs, compiled without a checkpointer
-(the LangGraph server brings its own persistence). Studio shows its topology and state schema
-from here. Its nodes reach the desktop and the model through the run context
-(:class:`~vnc_use.agent.graph.AgentContext`: a live VNC connection, a Gemini client and a run
-folder), which only ``VncUseAgent`` builds: run tasks with ``vnc-use run`` or ``VncUseAgent``.
+``langgraph.json`` names the factory :func:`vnc_use.agent.serve.make_graph`, which builds this
+same topology (from the same :func:`~vnc_use.agent.graph.build_graph`) with a run's live parts
+bound, so LangGraph Server and Studio can run tasks; :class:`~vnc_use.VncUseAgent` does the
+same in-process.
 """
 
 from __future__ import annotations
 
 from langgraph.graph.state import CompiledStateGraph
 
-from vnc_use.agent.graph import AgentContext, build_graph
+from vnc_use.agent.graph import build_graph
+from vnc_use.agent.spec import RunSpec
 from vnc_use.agent.state import CUAState
 
 __all__ = ["graph"]
 
-graph: CompiledStateGraph[CUAState, AgentContext, CUAState, CUAState] = build_graph().compile()
+graph: CompiledStateGraph[CUAState, RunSpec, CUAState, CUAState] = build_graph().compile()
 graph.name = "vnc-use"

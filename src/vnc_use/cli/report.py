@@ -33,6 +33,12 @@ def register(sub: Any) -> None:
     p = sub.add_parser("runs", help="list the runs, newest first")
     p.add_argument("--limit", type=int, default=None, metavar="N", help="only the newest N")
     p.add_argument("--json", action="store_true", help="one JSON object per run")
+    p.add_argument(
+        "--server",
+        default=None,
+        metavar="URL",
+        help="list the threads of a LangGraph Server instead (awaiting approval first)",
+    )
     add_runs_dir(p)
     p.set_defaults(func=runs_command)
 
@@ -74,7 +80,11 @@ def _as_json(s: RunSummary) -> dict[str, Any]:
 
 
 def runs_command(args: argparse.Namespace) -> int:
-    """List the runs of ``--runs-dir``, newest first."""
+    """List the runs of ``--runs-dir``, newest first (or a server's: ``--server``)."""
+    if args.server:
+        from vnc_use.cli.server import runs_command as server_runs
+
+        return server_runs(args)
     runs = list_runs(args.runs_dir)
     if args.limit is not None:
         runs = runs[: max(args.limit, 0)]

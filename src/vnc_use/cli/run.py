@@ -18,6 +18,7 @@ from vnc_use.agent.lease import DEFAULT_LEASE_TIMEOUT
 from vnc_use.agent.state import RunResult
 from vnc_use.cli import desktop as desktop_commands
 from vnc_use.cli import progress
+from vnc_use.cli import server as server_commands
 from vnc_use.cli.common import EXIT_CODES, EXIT_ERROR, add_runs_dir
 from vnc_use.desktops.region import ScreenRegion
 from vnc_use.errors import ConfigError
@@ -217,6 +218,7 @@ def register(sub: Any) -> None:
         "variable VNC_USE_SECRET_NAME and never appears in logs, reports or checkpoints",
     )
     _common(run)
+    server_commands.add_server_options(run, run=True)
     run.set_defaults(func=command)
 
     for name, text in (
@@ -228,11 +230,14 @@ def register(sub: Any) -> None:
         p.add_argument("thread_id", metavar="ID")
         p.add_argument("--vnc", default=None, metavar="HOST::PORT", help="default: the run's own")
         _common(p)
+        server_commands.add_server_options(p)
         p.set_defaults(func=command)
 
 
 def command(args: argparse.Namespace) -> int:
     """Run one of the four commands; returns the exit code of the run's outcome."""
+    if getattr(args, "server", None):  # the run happens on a LangGraph Server
+        return server_commands.command(args)
     if getattr(args, "screen_region", None) is not None:  # a bad one fails before anything
         ScreenRegion.parse(args.screen_region)
     desktop_commands.use_local_desktop(args)  # no --vnc: the local desktop

@@ -16,9 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, TypedDict
+from typing import Any, Literal, Protocol
 
-from typing_extensions import NotRequired
+from typing_extensions import (
+    NotRequired,
+    TypedDict,  # the server publishes schemas of it on 3.10-3.11
+)
 
 from vnc_use.actions import ActionError, ValidatedAction
 

@@ -1,0 +1,168 @@
+"""The graph LangGraph Server runs (``langgraph.json``: ``vnc_use.agent.serve:make_graph``).
+
+The server calls :func:`make_graph` whenever it needs the graph:
+
+- to run it (``threads.create_run``: a first leg, and every resume): the run's spec
+  (:class:`~vnc_use.agent.spec.RunSpec`) comes from the request's ``context``, or, when a
+  resume carries none (Agent Inbox sends a bare ``command={"resume": ...}``), from the
+  server's store, where the first leg left it under the thread id. The live parts (VNC
+  connection, planner, run folder, journal) are opened off the event loop, bound to the graph,
+  and closed when the run ends *or pauses* for a person (the server leaves the factory then),
+  so a run waiting a day for an approval holds no connection;
+- for everything else (schemas, state reads, Studio): the same topology, nothing opened.
+
+:func:`open_live` is the one place a served run acquires what it acts with (a lease on the
+desktop belongs there too, released by :meth:`LiveRun.close`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.store.base import BaseStore
+
+from vnc_use import config as env
+from vnc_use.agent.context import AgentContext
+from vnc_use.agent.graph import build_graph
+from vnc_use.agent.lease import Lease
+from vnc_use.agent.spec import RunSpec
+from vnc_use.agent.state import CUAState
+from vnc_use.agent.storage import Storage, open_storage
+from vnc_use.agent.stream import to_custom_stream
+from vnc_use.desktops.base import Desktop
+from vnc_use.desktops.region import ScreenRegion
+from vnc_use.errors import ConfigError
+from vnc_use.record.folder import RunFolder
+
+if TYPE_CHECKING:  # the server resolves the annotation with its own ServerRuntime
+    from langgraph_sdk.runtime import ServerRuntime
+
+__all__ = ["SPEC_NAMESPACE", "LiveRun", "make_graph", "open_live"]
+
+SPEC_NAMESPACE = ("vnc_use", "run_spec")
+"""Where the server's store keeps each thread's run spec (key: the thread id)."""
+
+Compiled = CompiledStateGraph[CUAState, RunSpec, CUAState, CUAState]
+
+
+@dataclass
+class LiveRun:
+    """What one leg of a served run acts with; :meth:`close` lets go of all of it."""
+
+    context: AgentContext
+    desktop: Desktop
+    storage: Storage
+    lease: Lease
+
+    def close(self) -> None:
+        """Disconnect from the desktop, give its lease back and close the journal (blocking:
+        call it off the event loop)."""
+        try:
+            disconnect = getattr(self.desktop, "disconnect", None)
+            if callable(disconnect):
+                disconnect()
+        finally:
+            try:
+                self.lease.release()
+            finally:
+                self.storage.close()
+
+
+def open_live(spec: RunSpec, thread_id: str) -> LiveRun:
+    """Connect the desktop and build the planner, run folder and journal of one leg of a
+    served run (blocking: call it off the event loop)."""
+    from vnc_use.desktops.vnc import VNCController
+
+    password = env.named_secret(spec.vnc_password_env)
+    sensitive = _sensitive_values(spec.sensitive_names)
+    planner = spec.planner()
+    planner.check_ready()
+    folder = RunFolder(
+        Path(spec.runs_dir),
+        thread_id,
+        secrets=[password, *env.secret_values(), *sensitive.values()],
+    )
+    folder.add_listener(to_custom_stream)
+    if not (folder.path / "run.json").exists():
+        folder.write_json("run.json", {"thread_id": thread_id, "served": True, **spec.to_json()})
+    # the journal and the desktop's lease live in the database the server's environment names
+    # (VNC_USE_DATABASE_URL), else in the runs folder's SQLite file, as for a local run
+    storage = open_storage(env.database_url(), Path(spec.runs_dir))
+    lease = storage.lease(spec.vnc_server, thread_id)
+    try:
+        lease.acquire(spec.lease_timeout)
+        controller = VNCController(connect_timeout=spec.connect_timeout)
+        controller.screen_region = (
+            ScreenRegion.parse(spec.screen_region) if spec.screen_region else None
+        )
+        desktop = controller.connect(
+            spec.vnc_server, password, username=spec.vnc_username, ca_file=spec.vnc_ca
+        )
+    except BaseException:
+        try:
+            lease.release()
+        finally:
+            storage.close()
+        raise
+    ctx = AgentContext(
+        desktop=desktop,
+        planner=planner,
+        run=folder,
+        settings=spec.settings(planner),
+        journal=storage.journal(thread_id),
+        secrets=sensitive,
+        stop=threading.Event(),
+    )
+    return LiveRun(context=ctx, desktop=desktop, storage=storage, lease=lease)
+
+
+def _sensitive_values(names: list[str]) -> dict[str, str]:
+    values = {}
+    for name in names:
+        variable, value = env.sensitive_value(name)
+        if not value:
+            raise ConfigError(f"sensitive name {name}: set {variable} in the server's environment")
+        values[name] = value
+    return values
+
+
+async def spec_for(store: BaseStore, thread_id: str, context: Any) -> RunSpec:
+    """The run's spec: the one the request carries (kept in the store for later legs), else
+    the one an earlier leg of the thread kept."""
+    if context:
+        spec = RunSpec.from_context(context)
+        await store.aput(SPEC_NAMESPACE, thread_id, spec.to_json())
+        return spec
+    item = await store.aget(SPEC_NAMESPACE, thread_id)
+    if item is None:
+        raise ConfigError(
+            f"thread {thread_id} has no run spec: create its first run with a context "
+            "(vnc_server, provider, ...; see vnc_use.agent.spec.RunSpec)"
+        )
+    return RunSpec.from_context(dict(item.value))
+
+
+@contextlib.asynccontextmanager
+async def make_graph(
+    config: RunnableConfig, runtime: ServerRuntime[Any]
+) -> AsyncIterator[Compiled]:
+    """The graph factory ``langgraph.json`` names (see the module's doc)."""
+    execution = runtime.execution_runtime
+    if execution is None:  # schemas, state reads and updates, Studio
+        yield build_graph().compile()
+        return
+    thread_id = str(config.get("configurable", {}).get("thread_id"))
+    spec = await spec_for(runtime.store, thread_id, execution.context)
+    live = await asyncio.to_thread(open_live, spec, thread_id)
+    try:
+        yield build_graph(live=live.context).compile()
+    finally:
+        await asyncio.to_thread(live.close)

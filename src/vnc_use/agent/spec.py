@@ -1,0 +1,131 @@
+"""The run specification: everything a run needs to know, as JSON, and never a secret.
+
+:class:`RunSpec` is the graph's context schema (``context_schema``): what a client of LangGraph
+Server sends as ``context`` when it creates a run (``vnc-use run --server URL`` does). The
+server stores it with the run record, so it holds only *names* of secrets: the environment
+variable with the VNC password (``vnc_password_env``) and the names of sensitive values
+(``sensitive_names``, each read from ``VNC_USE_SECRET_<NAME>`` on the server). The task
+arrives as the run's input (``{"task": "..."}``).
+
+The live parts a run acts with (the VNC connection, the planner, the run folder, the journal)
+are built from it on the server by :mod:`vnc_use.agent.serve`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from vnc_use.agent import approval as safety
+from vnc_use.agent.context import AgentSettings
+from vnc_use.agent.lease import DEFAULT_LEASE_TIMEOUT
+from vnc_use.errors import ConfigError
+from vnc_use.providers.base import Planner
+
+__all__ = ["RunSpec"]
+
+_SECRET_LOOKING = re.compile(r"(api[_-]?key|password|passwd|secret|token)$", re.I)
+
+
+@dataclass
+class RunSpec:
+    """A JSON-only run specification (the graph's context schema; see the module's doc)."""
+
+    vnc_server: str = "localhost::5901"
+    vnc_password_env: str = "VNC_PASSWORD"
+    """The name of the environment variable (on the server) that holds the VNC password."""
+    vnc_username: str | None = None
+    vnc_ca: str | None = None
+    connect_timeout: float = 5.0
+    screen_region: str | None = None
+    provider: str | None = None
+    model: str | None = None
+    model_family: str | None = None
+    environment: str | None = None
+    base_url: str | None = None
+    dialect: str | None = None
+    api_version: str | None = None
+    keep_browser_actions: bool = False
+    step_limit: int = 40
+    seconds_timeout: float = 300.0
+    hitl_mode: bool = True
+    include_initial_screenshot: bool = True
+    keep_screenshots: int | None = None
+    """How many screenshots go to the model (the screenshot window); None: the provider's."""
+    confirm_actions: list[str] = field(default_factory=list)
+    excluded_actions: list[str] = field(default_factory=list)
+    sensitive_names: list[str] = field(default_factory=list)
+    """Names of sensitive values; each value is read from ``VNC_USE_SECRET_<NAME>``."""
+    lease_timeout: float = DEFAULT_LEASE_TIMEOUT
+    """How long a run waits for a desktop another run holds before it fails."""
+    runs_dir: str = "runs"
+    """Where the run folder goes (screenshots, events, journal), on the server's side."""
+
+    @classmethod
+    def from_context(cls, context: Any) -> RunSpec:
+        """The spec a client sent (a dict, or a RunSpec); unknown keys are ignored, a key
+        that looks like a secret is refused (the context is stored with the run)."""
+        if isinstance(context, RunSpec):
+            return context
+        if not isinstance(context, dict):
+            raise ConfigError(f"the run's context must be a JSON object, got {type(context)}")
+        for key in context:
+            if _SECRET_LOOKING.search(str(key)) and not str(key).endswith("_env"):
+                raise ConfigError(
+                    f"the run's context has {key!r}: never send a secret (the server stores the "
+                    "context with the run); name the environment variable that holds it "
+                    "(vnc_password_env) or use sensitive_names"
+                )
+        known = {f.name for f in fields(cls)}
+        spec = cls(**{k: v for k, v in context.items() if k in known and v is not None})
+        spec.check()
+        return spec
+
+    def check(self) -> None:
+        """Refuse settings that cannot work, with one line naming the fix."""
+        if self.step_limit < 1:
+            raise ConfigError(f"step_limit must be at least 1, got {self.step_limit}")
+        if not self.seconds_timeout > 0:
+            raise ConfigError(f"seconds_timeout must be positive, got {self.seconds_timeout}")
+        if not self.connect_timeout > 0:
+            raise ConfigError(f"connect_timeout must be positive, got {self.connect_timeout}")
+        for name in self.sensitive_names:
+            if not name.isidentifier():
+                raise ConfigError(f"sensitive name {name!r}: use letters, digits and '_'")
+        self.confirm_actions = list(safety.check_confirm_actions(self.confirm_actions))
+
+    def to_json(self) -> dict[str, Any]:
+        """The spec as the plain dict a client sends as ``context``."""
+        return asdict(self)
+
+    def settings(self, planner: Planner) -> AgentSettings:
+        """The run's budgets and behaviour; the screenshot window is the planner's own
+        unless the spec gives one."""
+        own = getattr(planner, "keep_screenshots", None)
+        keep = self.keep_screenshots if self.keep_screenshots is not None else own
+        return AgentSettings(
+            step_limit=self.step_limit,
+            seconds_timeout=float(self.seconds_timeout),
+            hitl_mode=self.hitl_mode,
+            include_initial_screenshot=self.include_initial_screenshot,
+            keep_screenshots=keep if isinstance(keep, int) else 3,
+            confirm_actions=tuple(self.confirm_actions),
+        )
+
+    def planner(self) -> Planner:
+        """The planner the spec names (the provider's SDK is imported here)."""
+        from vnc_use.providers.registry import make_planner
+
+        return make_planner(
+            self.provider,
+            model=self.model,
+            base_url=self.base_url,
+            dialect=self.dialect,
+            keep_screenshots=self.keep_screenshots,
+            excluded_actions=self.excluded_actions or None,
+            environment=self.environment,
+            model_family=self.model_family,
+            keep_browser_actions=self.keep_browser_actions,
+            api_version=self.api_version,
+        )

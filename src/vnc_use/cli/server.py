@@ -1,0 +1,250 @@
+"""``--server URL``: the run commands against LangGraph Server instead of this process.
+
+``vnc-use run --server URL ...`` creates a thread and a run on the server (the run spec as the
+run's ``context``, the task as its input) and follows the run's events on the custom stream;
+``approve`` / ``deny`` / ``resume --server URL THREAD`` start the next leg of a thread; ``runs
+--server URL`` lists the server's threads, those awaiting approval first. Secrets never travel:
+the VNC password stays in an environment variable of the server, named by
+``--vnc-password-env``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from vnc_use.agent.spec import RunSpec
+from vnc_use.agent.state import RunResult
+from vnc_use.cli import progress
+from vnc_use.cli.common import EXIT_CODES, EXIT_DONE, EXIT_ERROR
+from vnc_use.errors import ConfigError
+from vnc_use.status import RunStatus
+
+__all__ = ["GRAPH_ID", "add_server_options", "command", "runs_command"]
+
+GRAPH_ID = "vnc_use"
+"""The graph's name in ``langgraph.json``."""
+
+
+def add_server_options(p: argparse.ArgumentParser, *, run: bool = False) -> None:
+    """``--server URL`` (and for ``run``, ``--vnc-password-env NAME``)."""
+    p.add_argument(
+        "--server",
+        default=None,
+        metavar="URL",
+        help="a LangGraph Server serving vnc-use (langgraph dev / langgraph up), e.g. "
+        "http://127.0.0.1:2024: the run happens there",
+    )
+    if run:
+        p.add_argument(
+            "--vnc-password-env",
+            default="VNC_PASSWORD",
+            metavar="NAME",
+            help="with --server: the environment variable of the server that holds the VNC "
+            "password (the password itself never travels); default VNC_PASSWORD",
+        )
+
+
+def _client(url: str) -> Any:
+    try:
+        from langgraph_sdk import get_sync_client
+    except ImportError:  # pragma: no cover - the server extra is missing
+        raise ConfigError("--server needs langgraph-sdk: pip install 'vnc-use[server]'") from None
+    return get_sync_client(url=url, api_key=None)
+
+
+@contextmanager
+def _reaching(url: str) -> Iterator[None]:
+    """Turn a server that cannot be reached, or refuses, into one line."""
+    import httpx
+
+    try:
+        yield
+    except httpx.HTTPStatusError as exc:
+        raise ConfigError(
+            f"the server at {url} refused: {exc.response.status_code} {exc.response.text[:200]}"
+        ) from None
+    except httpx.HTTPError as exc:
+        raise ConfigError(
+            f"cannot reach the server at {url} ({exc}); start it with 'langgraph dev' "
+            "in the project (see the README's Deployment section) or check --server"
+        ) from None
+
+
+def spec_from_args(args: argparse.Namespace) -> RunSpec:
+    """The run spec ``vnc-use run --server`` sends (never a secret)."""
+    if args.vnc_password:
+        raise ConfigError(
+            "--vnc-password cannot go to a server (it would be stored with the run); set the "
+            "password in an environment variable of the server and name it with "
+            "--vnc-password-env"
+        )
+    if not args.vnc:
+        raise ConfigError("--server needs --vnc HOST::PORT: the desktop the server connects to")
+    spec = RunSpec(
+        vnc_server=args.vnc,
+        vnc_password_env=args.vnc_password_env,
+        vnc_username=args.vnc_user,
+        vnc_ca=args.vnc_ca,
+        connect_timeout=args.connect_timeout or 5.0,
+        screen_region=args.screen_region,
+        provider=args.provider,
+        model=args.model,
+        model_family=args.model_family,
+        environment=args.environment,
+        base_url=args.base_url,
+        dialect=args.dialect,
+        api_version=args.api_version,
+        keep_browser_actions=args.keep_browser_actions,
+        step_limit=args.step_limit,
+        seconds_timeout=args.timeout,
+        hitl_mode=not args.no_hitl,
+        include_initial_screenshot=not args.no_initial_screenshot,
+        keep_screenshots=args.keep_screenshots,
+        confirm_actions=list(args.confirm),
+        excluded_actions=list(args.exclude),
+        sensitive_names=list(args.sensitive),
+        runs_dir=args.runs_dir,
+    )
+    spec.check()
+    return spec
+
+
+def command(args: argparse.Namespace) -> int:
+    """``run`` / ``approve`` / ``deny`` / ``resume`` with ``--server``."""
+    client = _client(args.server)
+    show = progress.for_args(args)
+    with _reaching(args.server):
+        if args.command == "run":
+            spec = spec_from_args(args)
+            thread = client.threads.create(
+                thread_id=args.thread_id,  # the server's rule: a UUID (422 otherwise)
+                metadata={"task": args.task, "vnc": spec.vnc_server},
+            )
+            tid = str(thread["thread_id"])
+            _follow(client, tid, show, input={"task": args.task}, context=spec.to_json())
+        else:
+            tid = args.thread_id
+            _follow(client, tid, show, **_next_leg(client, tid, args.command))
+        result = outcome(client, tid)
+        while result.status == RunStatus.AWAITING_APPROVAL and sys.stdin.isatty():
+            from vnc_use.cli.run import _ask
+
+            decision = "approve" if _ask(result.pending_call or {}) else "deny"
+            _follow(client, tid, show, command={"resume": decision})
+            result = outcome(client, tid)
+    show.close()
+    if not args.json:
+        _report(result, args.server)
+    if result.status in ("error", "blocked") and result.error:
+        print(f"vnc-use: {result.error}", file=sys.stderr)
+    return EXIT_CODES.get(result.status, EXIT_ERROR)
+
+
+def _next_leg(client: Any, tid: str, what: str) -> dict[str, Any]:
+    """The arguments of the run that approves, denies or continues thread ``tid``."""
+    thread = client.threads.get(tid)
+    waiting = thread.get("status") == "interrupted"
+    if what in ("approve", "deny"):
+        if not waiting:
+            raise ConfigError(f"run {tid!r} is not waiting for an approval")
+        return {"command": {"resume": what}}
+    if waiting:
+        raise ConfigError(f"run {tid!r} waits for an approval: vnc-use approve|deny {tid}")
+    return {"input": None}
+
+
+def _follow(client: Any, tid: str, show: progress.Progress, **run: Any) -> None:
+    """Start a run on thread ``tid`` and show its events until it ends or pauses."""
+    for part in client.runs.stream(tid, GRAPH_ID, stream_mode=["custom"], **run):
+        if part.event == "custom" and isinstance(part.data, dict):
+            show(part.data)
+
+
+def outcome(client: Any, tid: str) -> RunResult:
+    """How thread ``tid`` stands, as a :class:`RunResult` (its run folder is on the server)."""
+    thread = client.threads.get(tid)
+    state = client.threads.get_state(tid)
+    values: dict[str, Any] = state.get("values") or {}
+    interrupts = [i for task in state.get("tasks", []) for i in task.get("interrupts", [])]
+    status = RunStatus(values.get("status", RunStatus.RUNNING))
+    error = values.get("error")
+    pending = None
+    if thread.get("status") == "error":
+        status = RunStatus.ERROR
+        found = thread.get("error") or {}
+        error = f"{found.get('error', 'error')}: {found.get('message', '')}".strip(": ")
+    elif interrupts:
+        status, pending = RunStatus.AWAITING_APPROVAL, dict(interrupts[0]["value"])
+    elif status == RunStatus.RUNNING:
+        status, error = RunStatus.ERROR, f"the run stopped before finishing: vnc-use resume {tid}"
+    return RunResult(
+        status=status,
+        thread_id=tid,
+        run_dir="(on the server)",
+        final_text=values.get("final_text", ""),
+        transcript=list(values.get("transcript", [])),
+        steps=values.get("step", 0),
+        error=error,
+        pending_call=pending,
+    )
+
+
+def _report(result: RunResult, url: str) -> None:
+    steps = f"{result.steps} step" + ("" if result.steps == 1 else "s")
+    print(f"status: {result.status} (thread {result.thread_id} on {url}, {steps})")
+    if result.final_text:
+        print(f"answer: {result.final_text}")
+    if result.error and result.status not in ("error", "blocked"):
+        print(f"reason: {result.error}")
+    if result.pending_call:
+        p = result.pending_call
+        print(f"waiting for approval of {p['name']}({json.dumps(p['args'])}): {p['explanation']}")
+        t = result.thread_id
+        print(f"  approve: vnc-use approve --server {url} {t}")
+        print(f"  deny:    vnc-use deny --server {url} {t}")
+
+
+def runs_command(args: argparse.Namespace) -> int:
+    """``vnc-use runs --server URL``: the server's threads, awaiting approval first."""
+    client = _client(args.server)
+    with _reaching(args.server):
+        threads = client.threads.search(limit=args.limit or 100)
+    rows = sorted((_row(t) for t in threads), key=lambda r: r["updated"], reverse=True)
+    rows.sort(key=lambda r: r["status"] != RunStatus.AWAITING_APPROVAL)  # stable: newest first
+    if args.json:
+        for row in rows:
+            print(json.dumps(row))
+        return EXIT_DONE
+    if not rows:
+        print(f"no runs on {args.server}")
+        return EXIT_DONE
+    print(f"{'THREAD':<36}  {'STATUS':<17}  {'WAITING ON':<14}  TASK")
+    for r in rows:
+        print(f"{r['thread_id']:<36}  {r['status']:<17}  {r['waiting_on']:<14}  {r['task'][:60]}")
+    return EXIT_DONE
+
+
+def _row(thread: dict[str, Any]) -> dict[str, Any]:
+    """One thread as ``runs --server`` shows it."""
+    values = thread.get("values") or {}
+    waiting = [i for found in (thread.get("interrupts") or {}).values() for i in found]
+    status = str(values.get("status") or thread.get("status") or "")
+    if thread.get("status") == "interrupted" and waiting:
+        status = RunStatus.AWAITING_APPROVAL.value
+    elif thread.get("status") == "error":
+        status = RunStatus.ERROR.value
+    elif thread.get("status") == "busy":
+        status = RunStatus.RUNNING.value
+    return {
+        "thread_id": str(thread["thread_id"]),
+        "status": status,
+        "waiting_on": str(waiting[0]["value"].get("name", "")) if waiting else "",
+        "task": " ".join(str(values.get("task") or thread["metadata"].get("task", "")).split()),
+        "steps": values.get("step", 0),
+        "updated": str(thread.get("updated_at") or ""),
+    }
