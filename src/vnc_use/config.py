@@ -12,6 +12,8 @@ variable                     what it sets
 ``GOOGLE_GEMINI_BASE_URL``   another Gemini endpoint (a proxy, the test stand-in)
 ``OPENAI_API_KEY``           the key of an OpenAI-compatible server (optional: local servers
                              need none, and a placeholder is sent when it is unset)
+``ANTHROPIC_API_KEY``        the Anthropic API key (``--provider anthropic``)
+``ANTHROPIC_BASE_URL``       another Anthropic endpoint (a proxy, the test stand-in)
 ``GEMINI_API_VERSION``       the Gemini API version requests go to (default ``v1beta``)
 ``GOOGLE_GENAI_API_VERSION`` the same, the SDK's own name (``beta`` means ``v1beta``); read
                              when ``GEMINI_API_VERSION`` is not set
@@ -36,6 +38,8 @@ __all__ = [
     "DESKTOP_DIR_VARIABLE",
     "NOVNC_DIR_VARIABLE",
     "SECRET_PREFIX",
+    "anthropic_api_key",
+    "anthropic_base_url",
     "child_environment",
     "desktop_state_dir",
     "gemini_api_key",
@@ -66,6 +70,7 @@ _SECRET_VARIABLES = (
     "GOOGLE_API_KEY",
     "GEMINI_API_KEY",
     "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
     "VNC_PASSWORD",
     "VNC_VIEW_PASSWORD",
 )
@@ -94,6 +99,17 @@ def openai_api_key() -> str | None:
     unset (local servers need none)."""
     key = _get("OPENAI_API_KEY")
     return key.strip() if key else None
+
+
+def anthropic_api_key() -> str | None:
+    """``ANTHROPIC_API_KEY``, stripped; ``None`` when unset."""
+    key = _get("ANTHROPIC_API_KEY")
+    return key.strip() if key else None
+
+
+def anthropic_base_url() -> str | None:
+    """``ANTHROPIC_BASE_URL``, the endpoint the Anthropic SDK uses instead of Anthropic's."""
+    return _get("ANTHROPIC_BASE_URL")
 
 
 def gemini_api_version() -> str | None:
