@@ -14,8 +14,9 @@ import pytest
 from anthropic.lib.tools._toolsets._errors import ConfirmDeclinedError
 
 from vnc_use import VncUseAgent
+from vnc_use.actions import GEMINI_35_DESKTOP_TABLE, ActionError
 from vnc_use.errors import ConfigError
-from vnc_use.providers.anthropic import request
+from vnc_use.providers.anthropic import request, translate
 from vnc_use.providers.anthropic.planner import AnthropicPlanner
 from vnc_use.providers.anthropic.versions import HIGH_LIMITS, choose, fit, tokens
 from vnc_use.providers.registry import make_planner, planner_from_settings, provider_for_model
@@ -274,7 +275,9 @@ def test_timeout_is_one_line(tmp_path: Path) -> None:
     assert result.status == "error" and "no answer within" in result.error
 
 
-def test_a_point_off_the_image_is_an_error_for_that_block_only(tmp_path: Path) -> None:
+def test_a_point_off_the_image_fails_its_block_and_stops_the_batch(tmp_path: Path) -> None:
+    """The toolset's batch rule: the failed block says why, every later one is "Not
+    executed" in the SDK's words; nothing of the batch runs on a guessed point."""
     script = [
         Reply.act(
             Action("left_click", {"coordinate": [5000, 10]}),
@@ -286,5 +289,105 @@ def test_a_point_off_the_image_is_an_error_for_that_block_only(tmp_path: Path) -
     assert result.status == "done"
     first, second = server.requests[1].tool_results()
     assert first["is_error"] and "outside the display" in first["content"][0]["text"]
-    assert not second.get("is_error") and second["toolset_name"] == "computer"
-    assert [s["name"] for s in result.transcript] == ["left_click", "press_key", "press_key"]
+    assert second["is_error"] and second["toolset_name"] == "computer"
+    assert second["content"][0]["text"] == translate.NOT_EXECUTED
+    assert [s["result"] for s in result.transcript] == ["error", "error"]
+
+
+# ---------------------------------------------------------------------- translation
+
+FRAME = translate.Frame(1000, 500, pointer=(100.0, 100.0))
+"""A 1000x500 image: grid x = pixel x, grid y = 2 * pixel y; the pointer at (100, 100)."""
+INTENT = "why"
+
+
+def calls_of(member: str, args: dict[str, Any], toolset: bool = True) -> list[tuple[str, dict]]:
+    block: dict[str, Any] = {"type": "tool_use", "id": "t1", "name": member, "input": args}
+    if toolset:
+        block["toolset_name"] = "computer"
+    else:
+        block.update(name="computer", input={"action": member, **args})
+    out = translate.translate([block], FRAME, INTENT)
+    return [(c["name"], {k: v for k, v in c["args"].items() if k != "intent"}) for c in out.calls]
+
+
+@pytest.mark.parametrize("toolset", [True, False])
+@pytest.mark.parametrize(
+    ("member", "args", "want"),
+    [
+        ("screenshot", {}, [("take_screenshot", {})]),
+        ("zoom", {"region": [0, 0, 500, 250]}, [("take_screenshot", {})]),
+        ("left_click", {"coordinate": [500, 250]}, [("click", {"x": 500, "y": 500})]),
+        ("left_click", {}, [("click", {"x": 100, "y": 200})]),
+        (
+            "left_click",
+            {"coordinate": [10, 10], "text": "ctrl+shift"},
+            [
+                ("key_down", {"key": "ctrl"}),
+                ("key_down", {"key": "shift"}),
+                ("click", {"x": 10, "y": 20}),
+                ("key_up", {"key": "shift"}),
+                ("key_up", {"key": "ctrl"}),
+            ],
+        ),
+        ("right_click", {"coordinate": [1, 1]}, [("right_click", {"x": 1, "y": 2})]),
+        ("middle_click", {"coordinate": [1, 1]}, [("middle_click", {"x": 1, "y": 2})]),
+        ("double_click", {"coordinate": [1, 1]}, [("double_click", {"x": 1, "y": 2})]),
+        ("triple_click", {"coordinate": [1, 1]}, [("triple_click", {"x": 1, "y": 2})]),
+        (
+            "left_click_drag",
+            {"start_coordinate": [1, 1], "coordinate": [2, 2]},
+            [("drag_and_drop", {"start_x": 1, "start_y": 2, "end_x": 2, "end_y": 4})],
+        ),
+        ("mouse_move", {"coordinate": [3, 3]}, [("move", {"x": 3, "y": 6})]),
+        ("left_mouse_down", {}, [("mouse_down", {"x": 100, "y": 200})]),
+        ("left_mouse_up", {}, [("mouse_up", {"x": 100, "y": 200})]),
+        ("cursor_position", {}, [("take_screenshot", {})]),
+        (
+            "scroll",
+            {"scroll_direction": "up", "scroll_amount": 10, "coordinate": [5, 5]},
+            [
+                ("scroll", {"x": 5, "y": 10, "direction": "up", "magnitude_in_pixels": 900}),
+                ("scroll", {"x": 5, "y": 10, "direction": "up", "magnitude_in_pixels": 100}),
+            ],
+        ),
+        ("type", {"text": "héllo\n"}, [("type", {"text": "héllo\n"})]),
+        ("key", {"text": "ctrl+a"}, [("hotkey", {"keys": ["ctrl", "a"]})]),
+        ("key", {"text": "Return", "repeat": 2}, [("press_key", {"key": "Return"})] * 2),
+        (
+            "hold_key",
+            {"text": "shift", "duration": 1.5},
+            [
+                ("key_down", {"key": "shift"}),
+                ("wait", {"seconds": 2}),
+                ("key_up", {"key": "shift"}),
+            ],
+        ),
+        ("wait", {"duration": 2}, [("wait", {"seconds": 2})]),
+    ],
+)
+def test_every_member_maps_onto_the_vocabulary(
+    member: str, args: dict[str, Any], want: list[tuple[str, dict]], toolset: bool
+) -> None:
+    assert calls_of(member, args, toolset) == want
+    for name, grid_args in want:
+        checked = GEMINI_35_DESKTOP_TABLE.validate(name, {**grid_args, "intent": INTENT})
+        assert not isinstance(checked, ActionError), checked
+
+
+def test_the_batch_stops_at_its_first_failure() -> None:
+    blocks = [
+        {"type": "tool_use", "id": f"t{n}", "name": m, "input": a, "toolset_name": "computer"}
+        for n, (m, a) in enumerate(
+            [
+                ("type", {"text": "a"}),
+                ("left_click", {"coordinate": [1000, 0]}),
+                ("key", {"text": "a"}),
+            ]
+        )
+    ]
+    out = translate.translate(blocks, FRAME, INTENT)
+    assert [c["name"] for c in out.calls] == ["type", "left_click", "key"]
+    assert "outside the display" in out.calls[1]["args"]["problem"]
+    assert out.calls[2]["args"] == {"problem": translate.NOT_EXECUTED}
+    assert len(set(translate.MEMBERS)) == 17

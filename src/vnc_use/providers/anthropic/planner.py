@@ -82,6 +82,8 @@ class AnthropicPlanner:
         self.max_retries = max_retries
         self.timeout_s = timeout_s
         self._api_key = api_key
+        self._given_base_url = base_url.rstrip("/") if base_url else None
+        """A base URL given as a setting (kept in run.json; ANTHROPIC_BASE_URL is not)."""
         self.base_url = (base_url or config.anthropic_base_url() or DEFAULT_BASE_URL).rstrip("/")
         self._client: anthropic.Anthropic | None = None
         self._images: request.ImageCache = {}
@@ -114,8 +116,8 @@ class AnthropicPlanner:
             "tool_version": self.tool_version,
             "keep_screenshots": self.keep_screenshots,
         }
-        if self.base_url != DEFAULT_BASE_URL:
-            settings["base_url"] = self.base_url
+        if self._given_base_url:
+            settings["base_url"] = self._given_base_url
         return settings
 
     @property

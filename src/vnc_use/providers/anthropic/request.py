@@ -27,7 +27,7 @@ from PIL import Image
 
 from vnc_use.desktops.png import encode_png
 from vnc_use.errors import PlannerError
-from vnc_use.providers.anthropic.translate import ack_text
+from vnc_use.providers.anthropic.translate import NOT_EXECUTED, ack_text
 from vnc_use.providers.anthropic.versions import TOOLSET, ImageLimits, ToolChoice, fit
 from vnc_use.providers.base import HistoryRecord, LoadPng
 
@@ -46,8 +46,6 @@ SYSTEM_PROMPT = (
     "screenshot when you need to see the screen. When the task is done, answer with a short "
     "summary and no tool call."
 )
-NOT_EXECUTED = "Not executed: an earlier computer action in this turn failed."
-"""The SDK's answer to a block left unrun after a failure (``_runnable.py``)."""
 OMITTED = "(screenshot omitted to save context)"
 _PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -182,7 +180,8 @@ class _Answers:
         if not results:
             block.update(is_error=True, content=[_text(NOT_EXECUTED)])
         elif errors:
-            block.update(is_error=True, content=[_text(f"Error: {errors[0]}")])
+            said = errors[0] if errors[0] == NOT_EXECUTED else f"Error: {errors[0]}"
+            block.update(is_error=True, content=[_text(said)])
         elif reply.get("cursor") is not None:
             x, y = reply["cursor"]
             block["content"] = [_text(f"X={round(x)},Y={round(y)}")]

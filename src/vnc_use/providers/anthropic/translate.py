@@ -23,6 +23,7 @@ from typing import Any
 
 __all__ = [
     "MEMBERS",
+    "NOT_EXECUTED",
     "PIXELS_PER_CLICK",
     "PROBLEM_KEY",
     "Frame",
@@ -34,6 +35,9 @@ __all__ = [
 
 GRID = 1000
 PROBLEM_KEY = "problem"
+NOT_EXECUTED = "Not executed: an earlier computer action in this turn failed."
+"""The SDK's answer to a block left unrun after a failure (``_runnable.py``): the toolset's
+batch rule is to stop at the first block that cannot run."""
 PIXELS_PER_CLICK = 100
 """Pixels per wheel click: how vnc-use's ``scroll`` turns ``magnitude_in_pixels`` into clicks
 (:data:`vnc_use.desktops.vnc.PIXELS_PER_NOTCH`)."""
@@ -370,11 +374,17 @@ def _reply_of(block: Mapping[str, Any]) -> Reply:
 def translate(blocks: Sequence[Mapping[str, Any]], frame: Frame, intent: str) -> Translation:
     """Every ``tool_use`` block of a turn, in order (see the module docstring)."""
     out = Translation(pointer=frame.pointer)
+    failed = False
     for block in blocks:
         reply = _reply_of(block)
         out.replies.append(reply)
         b = _Block(out, frame, reply, intent)
         handler = _HANDLERS.get(reply.member)
+        if failed:  # the batch stops at its first failure; later blocks are answered so
+            out.calls.append(
+                {"id": reply.id, "name": reply.member, "args": {PROBLEM_KEY: NOT_EXECUTED}}
+            )
+            continue
         try:
             if block.get("name") != "computer" and block.get("toolset_name") != "computer":
                 raise _Problem(f"unknown tool {block.get('name')!r}: use the computer tool")
@@ -384,6 +394,7 @@ def translate(blocks: Sequence[Mapping[str, Any]], frame: Frame, intent: str) ->
                 )
             handler(b)
         except _Problem as exc:
+            failed = True
             b.calls = [
                 {
                     "id": reply.id,
