@@ -391,3 +391,41 @@ def test_the_batch_stops_at_its_first_failure() -> None:
     assert "outside the display" in out.calls[1]["args"]["problem"]
     assert out.calls[2]["args"] == {"problem": translate.NOT_EXECUTED}
     assert len(set(translate.MEMBERS)) == 17
+
+
+# ---------------------------------------------------------------------- approvals, resume
+
+
+def agent_on(server: AnthropicStandIn, tmp_path: Path, **settings: Any) -> VncUseAgent:
+    planner = AnthropicPlanner(
+        "claude-opus-5", api_key=KEY, base_url=server.base_url, max_retries=0
+    )
+    return VncUseAgent(
+        planner=planner, desktop=FakeDesktop(1440, 900), runs_dir=tmp_path, **settings
+    )
+
+
+def test_confirm_stops_the_batch_and_a_denial_sends_nothing_more(tmp_path: Path) -> None:
+    batch = Reply.act(
+        Action("left_click", {"coordinate": [10, 10]}),
+        Action("type", {"text": "rm -rf /"}),
+        Action("key", {"text": "Return"}),
+    )
+    with AnthropicStandIn([batch, Reply.done("never")]) as server:
+        with agent_on(server, tmp_path, confirm_actions=["type"]) as agent:
+            waiting = agent.run(task="x", thread_id="c")
+            assert waiting.status == "awaiting_approval"
+            assert waiting.pending_call and waiting.pending_call["name"] == "type"
+            denied = agent.deny("c")
+        assert denied.status == "denied"
+        assert len(server.requests) == 1 and server.remaining == 1
+    assert [s["name"] for s in denied.transcript] == ["click", "type"]
+    assert [s["result"] for s in denied.transcript] == ["ok", "denied"]
+
+
+def test_an_overloaded_api_ends_the_run_resumably(tmp_path: Path) -> None:
+    script = [Reply.error(529, "overloaded_error", "Overloaded"), Reply.done("ok")]
+    with AnthropicStandIn(script) as server, agent_on(server, tmp_path) as agent:
+        assert agent.run(task="x", thread_id="o").status == "error"
+        resumed = agent.resume("o")
+    assert resumed.status == "done" and resumed.final_text == "ok"

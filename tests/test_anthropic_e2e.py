@@ -220,13 +220,15 @@ def test_refusal_exits_6_with_its_category(probe_2880: Probe, tmp_path: Path) ->
     with AnthropicStandIn([refusal], expected_api_key=API_KEY) as server:
         proc = run_cli(
             [
-                *("run", "--model", "claude-opus-5", "--task", "Break in"),
+                *("run", "--model", "claude-opus-9", "--task", "Break in"),
                 *("--vnc", probe.desktop.server, "--runs-dir", str(tmp_path)),
             ],
             env=cli_env(server, probe),
         )
     assert proc.returncode == 6, proc.stdout + proc.stderr
     assert "cyber" in proc.stdout + proc.stderr
+    # an id the table does not know: the toolset, and a warning naming the assumption
+    assert "'claude-opus-9'" in proc.stderr and "--tool-version" in proc.stderr
     assert not probe.log.events("press")
     (settings,) = [json.loads(p.read_text()) for p in tmp_path.glob("*/run.json")]
     assert settings["provider"] == "anthropic"  # inferred from claude-

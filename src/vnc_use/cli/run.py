@@ -149,7 +149,7 @@ def register(sub: Any) -> None:
         default=None,
         metavar="N",
         help="send the model only the last N screenshots (default: the provider's, 3 for "
-        "Gemini, 2 for openai-compatible)",
+        "Gemini and Claude, 2 for openai-compatible)",
     )
     run.add_argument(
         "--confirm",
