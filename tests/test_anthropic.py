@@ -3,6 +3,8 @@ through the real ``anthropic`` SDK, error translation, the one provider front.""
 
 from __future__ import annotations
 
+import base64
+import io
 import json
 import subprocess
 import sys
@@ -12,6 +14,7 @@ from typing import Any
 import anthropic
 import pytest
 from anthropic.lib.tools._toolsets._errors import ConfirmDeclinedError
+from PIL import Image
 
 from vnc_use import VncUseAgent
 from vnc_use.actions import GEMINI_35_DESKTOP_TABLE, ActionError
@@ -29,11 +32,6 @@ KEY = "sk-ant-unit-SECRET-9876"
 
 
 def png(width: int, height: int) -> str:
-    import base64
-    import io
-
-    from PIL import Image
-
     buf = io.BytesIO()
     Image.new("RGB", (width, height), "white").save(buf, "PNG")
     return base64.b64encode(buf.getvalue()).decode()
@@ -429,3 +427,30 @@ def test_an_overloaded_api_ends_the_run_resumably(tmp_path: Path) -> None:
         assert agent.run(task="x", thread_id="o").status == "error"
         resumed = agent.resume("o")
     assert resumed.status == "done" and resumed.final_text == "ok"
+
+
+def test_each_block_is_answered_in_order_with_images_where_due(tmp_path: Path) -> None:
+    """A screenshot inside a batch answers with the screen then; zoom with a crop of its
+    region at full resolution; cursor_position with the pointer in image pixels; the last
+    block carries the screen after the batch."""
+    script = [
+        Reply.act(
+            Action("screenshot"),
+            Action("mouse_move", {"coordinate": [720, 450]}),
+            Action("cursor_position"),
+            Action("zoom", {"region": [0, 0, 360, 225]}),
+            Action("wait", {"duration": 0}),
+        ),
+        Reply.done("ok"),
+    ]
+    result, server = run_with(script, tmp_path)
+    assert result.status == "done" and not server.violations
+    shot, moved, cursor, zoom, waited = server.requests[1].tool_results()
+    assert [c["type"] for c in shot["content"]] == ["image"]
+    assert moved["content"] == [{"type": "text", "text": "Moved the mouse."}]
+    assert cursor["content"] == [{"type": "text", "text": "X=720,Y=450"}]
+    (crop,) = zoom["content"]
+    assert crop["type"] == "image"
+    with Image.open(io.BytesIO(base64.b64decode(crop["source"]["data"]))) as image:
+        assert image.size == (1440, 900)  # 360x225 scaled to fit the usual screenshot size
+    assert [c["type"] for c in waited["content"]] == ["text", "image"]

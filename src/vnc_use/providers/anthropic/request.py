@@ -171,7 +171,9 @@ class _Answers:
         self.size = size
         self.count = 0
 
-    def one(self, reply: Mapping[str, Any], results: list[Mapping[str, Any]]) -> dict[str, Any]:
+    def one(
+        self, reply: Mapping[str, Any], results: list[Mapping[str, Any]], last: bool
+    ) -> dict[str, Any]:
         member = str(reply.get("member"))
         block: dict[str, Any] = {"type": "tool_result", "tool_use_id": reply["id"]}
         if reply.get("toolset"):
@@ -192,6 +194,14 @@ class _Answers:
                 self.count += 1
             else:
                 block["content"] = [_text(OMITTED)]
+        elif member == "screenshot" and not last and results[-1].get("screenshot"):
+            # a screenshot inside a batch: the screen at that moment (the last block of the
+            # batch gets the screen after it)
+            if self.inline:
+                block["content"] = [_image(self.images.get(str(results[-1]["screenshot"]))[0])]
+                self.count += 1
+            else:
+                block["content"] = [_text(OMITTED)]
         else:
             block["content"] = [_text(ack_text(member, reply.get("args") or {}))]
         return block
@@ -200,7 +210,11 @@ class _Answers:
         self, record: Mapping[str, Any], results: Sequence[Mapping[str, Any]], shot: str | None
     ) -> list[dict[str, Any]]:
         grouped = _group(results)
-        blocks = [self.one(r, grouped.get(str(r["id"]), [])) for r in record.get("replies", [])]
+        replies = list(record.get("replies", []))
+        blocks = [
+            self.one(r, grouped.get(str(r["id"]), []), n == len(replies) - 1)
+            for n, r in enumerate(replies)
+        ]
         if not blocks:
             return blocks
         last = blocks[-1]
