@@ -147,7 +147,7 @@ def test_run_help_names_the_providers_without_importing_openai() -> None:
     [
         (
             ["--provider", "klingon"],
-            ["unknown provider 'klingon'", "gemini, openai, openai-compatible"],
+            ["unknown provider 'klingon'", "gemini, anthropic, openai, openai-compatible"],
         ),
         (["--provider", "openai-compatible", "--model", "m"], ["--base-url", "localhost:1234/v1"]),
         (

@@ -91,6 +91,16 @@ def test_only_the_gemini_provider_imports_google_genai() -> None:
     assert users and all(u.startswith(allowed) for u in users), users
 
 
+def test_only_the_anthropic_planner_imports_anthropic() -> None:
+    """The anthropic SDK is imported in one place: providers/anthropic/planner.py."""
+    users = sorted(
+        p.relative_to(ROOT).as_posix()
+        for p in (ROOT / "src").rglob("*.py")
+        if any(m == "anthropic" or m.startswith("anthropic.") for m in _imported_modules(p))
+    )
+    assert users == ["src/vnc_use/providers/anthropic/planner.py"]
+
+
 def test_the_graph_does_not_load_the_model_sdk() -> None:
     code = (
         "import sys\n"

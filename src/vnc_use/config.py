@@ -15,6 +15,8 @@ variable                     what it sets
                              need none, and a placeholder is sent when it is unset)
 ``OPENAI_BASE_URL``          another OpenAI Responses API endpoint (a proxy, the test
                              stand-in) for ``--provider openai``
+``ANTHROPIC_API_KEY``        the Anthropic API key (``--provider anthropic``)
+``ANTHROPIC_BASE_URL``       another Anthropic endpoint (a proxy, the test stand-in)
 ``GEMINI_API_VERSION``       the Gemini API version requests go to (default ``v1beta``)
 ``GOOGLE_GENAI_API_VERSION`` the same, the SDK's own name (``beta`` means ``v1beta``); read
                              when ``GEMINI_API_VERSION`` is not set
@@ -44,6 +46,8 @@ __all__ = [
     "DESKTOP_DIR_VARIABLE",
     "NOVNC_DIR_VARIABLE",
     "SECRET_PREFIX",
+    "anthropic_api_key",
+    "anthropic_base_url",
     "child_environment",
     "database_url",
     "desktop_state_dir",
@@ -80,6 +84,7 @@ _SECRET_VARIABLES = (
     "GOOGLE_API_KEY",
     "GEMINI_API_KEY",
     "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
     "VNC_PASSWORD",
     "VNC_VIEW_PASSWORD",
     "PGPASSWORD",  # libpq's own: the database password when the URL holds none
@@ -116,6 +121,17 @@ def openai_base_url() -> str | None:
     requests instead of ``https://api.openai.com/v1``; ``None`` when unset."""
     url = _get("OPENAI_BASE_URL")
     return url.strip() if url else None
+
+
+def anthropic_api_key() -> str | None:
+    """``ANTHROPIC_API_KEY``, stripped; ``None`` when unset."""
+    key = _get("ANTHROPIC_API_KEY")
+    return key.strip() if key else None
+
+
+def anthropic_base_url() -> str | None:
+    """``ANTHROPIC_BASE_URL``, the endpoint the Anthropic SDK uses instead of Anthropic's."""
+    return _get("ANTHROPIC_BASE_URL")
 
 
 def gemini_api_version() -> str | None:

@@ -94,9 +94,11 @@ class VncUseAgent:
     to (default ``GEMINI_API_VERSION``, else ``v1beta``); run.json keeps it.
 
     ``provider`` names who serves the model (:mod:`vnc_use.providers.registry`): ``"gemini"``
-    (default) or ``"openai-compatible"``, which needs ``base_url`` (the server's ``.../v1``)
-    and ``model``, and takes ``dialect`` (default: from the model id); the key comes from
-    ``OPENAI_API_KEY``. ``planner`` instead uses a planner you built (the provider arguments
+    (default), ``"anthropic"`` (Claude; key ``ANTHROPIC_API_KEY``, ``tool_version`` overrides
+    the model's computer tool) or ``"openai-compatible"``, which needs ``base_url`` (the
+    server's ``.../v1``) and ``model``, and takes ``dialect`` (default: from the model id); the
+    key comes from ``OPENAI_API_KEY``. Left out, a ``claude-`` model id means anthropic.
+    ``planner`` instead uses a planner you built (the provider arguments
     are then ignored). ``keep_screenshots`` (else the one of a ``settings`` given) is how many
     screenshots go to the model; without either, the planner's own (3 Gemini, 2
     openai-compatible). ``confirm_actions`` (action names, or ``"all"``) always wait for a
@@ -132,6 +134,7 @@ class VncUseAgent:
         model_family: str | None = None,
         keep_browser_actions: bool = False,
         api_version: str | None = None,
+        tool_version: str | None = None,
         planner: Planner | None = None,
         keep_screenshots: int | None = None,
         checkpoint_db: str | Path | None = None,
@@ -203,6 +206,7 @@ class VncUseAgent:
             model_family=model_family,
             keep_browser_actions=keep_browser_actions,
             api_version=api_version,
+            tool_version=tool_version,
         )
         own_keep = getattr(self.planner, "keep_screenshots", None)
         if chosen_keep is None and isinstance(own_keep, int):

@@ -139,8 +139,18 @@ def register(sub: Any) -> None:
         "--provider",
         default=None,
         metavar="NAME",
-        help="who serves the model: gemini (default) or openai-compatible (any OpenAI-compatible "
-        "server: LM Studio, Ollama, vLLM, llama.cpp); kept for approve/deny/resume",
+        help="who serves the model: gemini (default), anthropic (Claude), openai, or "
+        "openai-compatible (any OpenAI-compatible server: LM Studio, Ollama, vLLM, llama.cpp); "
+        "left out, a model id starting claude- means anthropic and gpt- openai; kept for "
+        "approve/deny/resume",
+    )
+    run.add_argument(
+        "--tool-version",
+        default=None,
+        metavar="VERSION",
+        help="anthropic: the computer tool to send instead of the model's own "
+        "(computer_toolset_20260801, computer_20251124, computer_20250124); kept for "
+        "approve/deny/resume",
     )
     run.add_argument(
         "--model",
@@ -169,7 +179,7 @@ def register(sub: Any) -> None:
         default=None,
         metavar="N",
         help="send the model only the last N screenshots (default: the provider's, 3 for "
-        "Gemini, 2 for openai-compatible)",
+        "Gemini and Claude, 2 for openai-compatible)",
     )
     run.add_argument(
         "--confirm",
@@ -358,8 +368,9 @@ def _make_agent(args: argparse.Namespace, saved: dict[str, Any] | None) -> Any:
             model_family=args.model_family,
             keep_browser_actions=args.keep_browser_actions,
             api_version=args.api_version,
+            tool_version=args.tool_version,
         )
-        return VncUseAgent(**kwargs)
+        return _warn(VncUseAgent(**kwargs))
     for key in (
         "step_limit",
         "seconds_timeout",
@@ -401,6 +412,14 @@ def _has_password(url: str) -> bool:
         return bool(urlsplit(url).password)
     except ValueError:
         return False
+
+
+def _warn(agent: Any) -> Any:
+    """Print the planner's warning (an assumed tool version, say), once, before the run."""
+    warning = getattr(agent.planner, "warning", None)
+    if warning:
+        print(f"vnc-use: warning: {warning}", file=sys.stderr)
+    return agent
 
 
 def _sensitive_values(names: list[str]) -> dict[str, str]:

@@ -1,7 +1,7 @@
 """Model providers: each turns vnc-use's history into its model's request and the model's
 answer into vnc-use's action vocabulary. :mod:`vnc_use.providers.base` is the boundary the agent
 depends on (:class:`~vnc_use.providers.base.Planner`); one provider per package (``gemini``,
-``openai``, ``openai_compat``; the ``openai`` SDK is imported in
+``anthropic``, ``openai``, ``openai_compat``; the ``openai`` SDK is imported in
 :mod:`~vnc_use.providers.openai_sdk` only); :mod:`vnc_use.providers.registry` makes a
 provider's planner from its name and settings (``--provider``, ``run.json``) without importing
 any SDK before it is needed."""

@@ -11,6 +11,10 @@
   OpenAI Responses API with the GA ``computer`` tool, serving scripted ``computer_call``
   batches, safety checks, refusals and errors
   (``python -m vnc_use.testing.openai_standin --api responses --script script.json``).
+* ``vnc_use.testing.anthropic_standin.AnthropicStandIn``: a strict local Anthropic Messages
+  API (``POST /v1/messages``) for Claude's computer toolset and legacy tools, serving scripted
+  turns through the real ``anthropic`` SDK
+  (``python -m vnc_use.testing.anthropic_standin --script script.json``).
 * ``vnc_use.testing.desktop`` starts a real TigerVNC ``Xvnc`` desktop
   (``python -m vnc_use.testing.desktop``).
 * ``vnc_use.testing.probe`` is a full-screen Tk app that records every click, key and

@@ -497,6 +497,7 @@ class GeminiComputerUse:
         requests go to (kept in run.json; approve/deny/resume rebuild the planner from it)."""
         return {
             "model": self.model,
+            "provider": "gemini",
             "model_family": self.family.name,
             "environment": self.environment,
             "excluded_actions": self.excluded_actions,
