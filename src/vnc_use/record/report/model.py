@@ -21,7 +21,17 @@ from vnc_use.record.report.describe import is_sensitive
 from vnc_use.record.runs import read_events
 from vnc_use.status import RunStatus
 
-__all__ = ["Decision", "ModelTurn", "Note", "RunView", "StepView", "load_run", "png_size"]
+__all__ = [
+    "Decision",
+    "Divergence",
+    "ModelTurn",
+    "Note",
+    "Original",
+    "RunView",
+    "StepView",
+    "load_run",
+    "png_size",
+]
 
 StepKind = Literal["action", "denied", "pending"]
 _BARE_NOTES = frozenset({"resumed", "reconnected", "interrupted"})
@@ -72,6 +82,33 @@ class Decision:
 
 
 @dataclass
+class Original:
+    """A replayed step's original: the recorded run's step and its screenshot after it."""
+
+    step: int
+    after: str | None
+    difference: float | None
+    """Percent of the screen that differed from the recording before the step (None: not
+    compared)."""
+
+
+@dataclass
+class Divergence:
+    """Where a replay found the screen not as recorded: both screens, side by side."""
+
+    step: int
+    """The replay's step that was not performed."""
+    original_step: int
+    expected: str | None
+    actual: str | None
+    difference: float | None
+    tolerance: float | None
+    ts: float | None
+    healed_by: str | None = None
+    """The model the rest of the task went to (``--heal``), else None: the replay stopped."""
+
+
+@dataclass
 class StepView:
     """One call: executed (``action``), refused (``denied``) or waiting (``pending``)."""
 
@@ -100,6 +137,8 @@ class StepView:
     decision: Decision | None = None
     explanation: str | None = None
     """Why the model asked for confirmation (pending and denied calls)."""
+    original: Original | None = None
+    """For a replayed step: the recorded step it repeats."""
 
 
 @dataclass
@@ -129,7 +168,7 @@ class RunView:
     pending_call: dict[str, Any] | None = None
     last_shot: str | None = None
     """sha256 of the last screenshot of the run (what the screen showed at its end)."""
-    items: list[StepView | Note] = field(default_factory=list)
+    items: list[StepView | Note | Divergence] = field(default_factory=list)
     turns: list[ModelTurn] = field(default_factory=list)
 
     @property
@@ -171,6 +210,7 @@ class _Reader:
         self.used = 0  # calls of the current turn already accounted for
         self.decision: Decision | None = None
         self.paused: dict[str, Any] | None = None
+        self.original: Original | None = None
 
     def _size_of(self, sha: str | None) -> tuple[int, int] | None:
         path = self.view.screenshot(sha)
@@ -226,6 +266,36 @@ class _Reader:
         if not turn.calls:
             self.view.items.append(Note("answer", turn.ts, turn.text, turn))
 
+    def on_replay_step(self, e: dict[str, Any]) -> None:
+        step = e.get("original_step")
+        self.original = Original(
+            int(step) if isinstance(step, int) else 0,
+            e.get("original_after"),
+            _num(e.get("difference")),
+        )
+
+    def on_diverged(self, e: dict[str, Any]) -> None:
+        self._divergence(e, None)
+
+    def on_healed(self, e: dict[str, Any]) -> None:
+        self._divergence(e, str(e.get("model") or "the model"))
+
+    def _divergence(self, e: dict[str, Any], healed_by: str | None) -> None:
+        done = len([i for i in self.view.items if isinstance(i, StepView)])
+        step = e.get("original_step")
+        self.view.items.append(
+            Divergence(
+                step=done + 1,
+                original_step=int(step) if isinstance(step, int) else 0,
+                expected=e.get("expected"),
+                actual=e.get("actual"),
+                difference=_num(e.get("difference")),
+                tolerance=_num(e.get("tolerance")),
+                ts=_num(e.get("ts")),
+                healed_by=healed_by,
+            )
+        )
+
     def on_approved(self, e: dict[str, Any]) -> None:
         self.decision = Decision(
             True, str(e.get("by", "person")), _num(e.get("ts")), str(e.get("explanation", ""))
@@ -259,9 +329,11 @@ class _Reader:
                 turn=self.turn,
                 first_of_turn=self.used == 1,
                 decision=self.decision if e.get("approved") else None,
+                original=self.original,
             )
         )
         self.decision = None
+        self.original = None
         self.shot = after or self.shot
         self.size = reported or self.size
 
