@@ -10,6 +10,7 @@ recorded one.
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -238,18 +239,42 @@ def test_a_changed_desktop_stops_the_replay_before_step_2(
     assert 'data-kind="diverged"' in report
     for sha in (diverged["expected"], diverged["actual"]):
         assert f"screenshots/{sha}.png" in report
-    # the command line: exit code 7, the step and the difference named
+    # the command line: every README replay line (but --heal, below) exits 7 naming the step
     monkeypatch.setenv("VNC_PASSWORD", desk.desktop.password)
-    code = main(
-        ["replay", "recorded", "--runs-dir", str(recorded.runs), "--vnc", desk.desktop.server]
-    )
-    out = capsys.readouterr()
-    assert code == 7, out
-    assert "status: diverged" in out.out and "before original step 1" in out.out
+    lines = readme_replay_lines(desk)
+    assert len(lines) == 5, lines
+    for argv in [a for a in lines if "--heal" not in a]:
+        code = main([*argv, "--runs-dir", str(recorded.runs)])
+        out = capsys.readouterr()
+        assert code == 7, (argv, out)
+        assert "status: diverged" in out.out and "before original step" in out.out
+
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def readme_replay_lines(probe: Probe) -> list[list[str]]:
+    """The README's ``vnc-use replay`` lines as argv, aimed at the recorded run and ``probe``'s
+    desktop (the recorded run's own desktop is gone: ``--vnc`` is added where missing)."""
+    found = []
+    for line in README.read_text("utf-8").splitlines():
+        if not line.startswith("vnc-use replay "):
+            continue
+        argv = shlex.split(line.split("#")[0])[1:]
+        argv = ["recorded" if a == "3f2a9c1d0b7e" else a for a in argv]
+        argv = [probe.desktop.server if a == "desk-02::5901" else a for a in argv]
+        if "--vnc" not in argv:
+            argv += ["--vnc", probe.desktop.server]
+        found.append(argv)
+    return found
 
 
 def test_heal_hands_the_rest_to_the_model(
-    recorded: Recorded, desk: Probe, gemini: GeminiStandIn
+    recorded: Recorded,
+    desk: Probe,
+    gemini: GeminiStandIn,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """With --heal the model gets the task and the steps done, and the run goes on."""
     ex, ey = grid(desk.size, *desk.entry_center)
@@ -269,6 +294,13 @@ def test_heal_hands_the_rest_to_the_model(
     kinds = [json.loads(x)["event"] for x in (folder / "events.jsonl").read_text().splitlines()]
     assert kinds.count("healed") == 1 and "diverged" not in kinds
     assert "went to the model" in (folder / "report.html").read_text()
+    # the README's --heal line: the xterm is still there, the model says there is nothing to do
+    gemini.extend(Reply.text("Nothing left to do."))
+    monkeypatch.setenv("VNC_PASSWORD", desk.desktop.password)
+    (argv,) = [a for a in readme_replay_lines(desk) if "--heal" in a]
+    assert main([*argv, "--runs-dir", str(recorded.runs)]) == 0
+    assert "status: done" in capsys.readouterr().out
+    assert len(gemini.requests) == 3 and not gemini.exhausted
 
 
 def test_an_interrupted_replay_resumes_without_repeating_an_action(

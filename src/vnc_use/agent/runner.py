@@ -341,14 +341,14 @@ class VncUseAgent:
         check_thread_id(thread_id)
         options = ReplayOptions.make(tolerance, speed, from_step, masks, heal)
         recording = load_recording(self.runs_dir, thread_id)
-        missing = sorted(recording.sensitive_names() - set(self.sensitive_text))
+        planner = ReplayPlanner(recording, options, self.planner if heal else None)
+        missing = sorted(recording.sensitive_names(planner.start) - set(self.sensitive_text))
         if missing:
+            variable, _ = config.sensitive_value(missing[0])
             raise ConfigError(
                 f"run {thread_id!r} types the sensitive value {{{{{missing[0]}}}}}: give it "
-                f"again (sensitive_text= / --sensitive {missing[0]} with VNC_USE_SECRET_"
-                f"{missing[0]} set); it is never kept in the record"
+                f"again (sensitive_text=, or set {variable}); it is never kept in the record"
             )
-        planner = ReplayPlanner(recording, options, self.planner if heal else None)
         new_id = check_thread_id(replay_id or uuid.uuid4().hex[:12])
         if new_id == thread_id:
             raise ConfigError("the replay needs a thread id of its own, not the recorded run's")

@@ -80,10 +80,10 @@ class Recording:
             f"(its last performed step is {last})"
         )
 
-    def sensitive_names(self) -> set[str]:
-        """The ``{{name}}`` placeholders its typed text uses."""
+    def sensitive_names(self, start: int = 0) -> set[str]:
+        """The ``{{name}}`` placeholders its typed text uses (from step index ``start``)."""
         found: set[str] = set()
-        for s in self.steps:
+        for s in self.steps[start:]:
             found.update(_PLACEHOLDER.findall(json.dumps(s.args)))
         return found
 

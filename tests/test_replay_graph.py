@@ -1,0 +1,134 @@
+"""Replay on the in-memory FakeDesktop (milliseconds a step): what a replay takes from a
+recorded run, secrets, the first step, resuming from ``run.json``, and the divergence measure.
+
+The recorded runs are real runs of the agent with the Gemini stand-in; the end-to-end replays
+on real desktops with the probe app are in ``test_replay.py``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from PIL import Image, ImageDraw
+
+from vnc_use import VncUseAgent
+from vnc_use.errors import ConfigError
+from vnc_use.providers.gemini.planner import GeminiComputerUse
+from vnc_use.providers.registry import planner_from_settings
+from vnc_use.replay import ReplayPlanner, difference, load_recording, parse_tolerance
+from vnc_use.replay.compare import DEFAULT_TOLERANCE, Mask
+from vnc_use.testing import FakeDesktop
+from vnc_use.testing.gemini_standin import (
+    FunctionCallSpec,
+    GeminiStandIn,
+    Reply,
+    require_confirmation,
+)
+
+from gemini_fixtures import FAST_RETRY
+
+PIN = "2468-secret"
+
+
+@pytest.fixture
+def recorded(tmp_path: Path, gemini: GeminiStandIn) -> Path:
+    """A run that performed steps 1, 3 and 4; step 2 was invalid (never performed) and step 5
+    was refused (a call needing confirmation, with approvals off): it ends ``denied``."""
+    gemini.script(
+        Reply.calls(FunctionCallSpec("click_at", x=100, y=200)),
+        Reply.calls(FunctionCallSpec("click_at", x=5000, y=10)),
+        Reply.calls(FunctionCallSpec("type_text_at", x=500, y=500, text="{{pin}}")),
+        Reply.calls(FunctionCallSpec("key_combination", keys="Control+a")),
+        Reply.calls(
+            FunctionCallSpec(
+                "click_at", x=900, y=900, safety_decision=require_confirmation("Pays.")
+            )
+        ),
+    )
+    runs = tmp_path / "runs"
+    with VncUseAgent(
+        desktop=FakeDesktop(1280, 800),
+        runs_dir=runs,
+        planner=GeminiComputerUse(**FAST_RETRY),
+        sensitive_text={"pin": PIN},
+        hitl_mode=False,
+    ) as agent:
+        result = agent.run(task="Log in with the pin", thread_id="rec")
+    assert result.status == "denied", result.error
+    return runs
+
+
+def test_only_performed_actions_are_replayed_with_the_secret_given_again(
+    recorded: Path,
+) -> None:
+    rec = load_recording(recorded, "rec")
+    assert [(s.step, s.name) for s in rec.steps] == [
+        (1, "click_at"),
+        (3, "type_text_at"),
+        (4, "key_combination"),
+    ]
+    assert rec.steps[1].args["text"] == "{{pin}}"  # the record keeps the placeholder only
+    desk = FakeDesktop(1024, 768)  # another size: grid points map to its pixels
+    with (
+        VncUseAgent(desktop=desk, runs_dir=recorded) as agent,
+        pytest.raises(ConfigError, match=r"\{\{pin\}\}.*VNC_USE_SECRET_PIN"),
+    ):
+        agent.replay("rec", tolerance="off")
+    with VncUseAgent(desktop=desk, runs_dir=recorded, sensitive_text={"pin": PIN}) as agent:
+        result = agent.replay("rec", replay_id="rep", tolerance="off")
+    assert result.status == "done", result.error
+    assert [(e["kind"], e.get("x"), e.get("y"), e.get("text")) for e in desk.events] == [
+        ("click", 102, 154, None),
+        ("click", 512, 384, None),
+        ("type_text", None, None, PIN),
+        ("key_combo", None, None, None),
+    ]
+    written = b"".join(p.read_bytes() for p in (recorded / "rep").rglob("*") if p.is_file())
+    assert PIN.encode() not in written
+
+
+def test_from_step_and_resume_rebuild_from_run_json(recorded: Path) -> None:
+    desk = FakeDesktop(1280, 800)
+    with VncUseAgent(desktop=desk, runs_dir=recorded, sensitive_text={"pin": PIN}) as agent:
+        result = agent.replay("rec", replay_id="late", from_step=4, tolerance=0.5)
+    assert result.status == "done", result.error
+    assert [e["kind"] for e in desk.events] == ["key_combo"]
+    saved = json.loads((recorded / "late" / "run.json").read_text())
+    assert saved["replay"]["from_step"] == 4 and saved["replay"]["tolerance"] == 0.5
+    planner = planner_from_settings(saved)  # what 'vnc-use resume late' builds
+    assert isinstance(planner, ReplayPlanner) and planner.start == 2
+    with (
+        VncUseAgent(desktop=desk, runs_dir=recorded) as agent,
+        pytest.raises(ConfigError, match="no step from there"),
+    ):
+        agent.replay("rec", from_step=9)
+
+
+def _png(draw: str = "") -> bytes:
+    img = Image.new("RGB", (1440, 900), (244, 244, 244))
+    d = ImageDraw.Draw(img)
+    d.rectangle((360, 90, 1080, 122), fill="white", outline="black")
+    if "cursor" in draw:
+        d.rectangle((365, 96, 366, 116), fill="black")
+    if "clock" in draw:
+        d.text((1360, 880), "12:01", fill="black")
+    if "window" in draw:
+        d.rectangle((0, 0, 484, 316), fill="white", outline="black")
+    buf = io.BytesIO()
+    img.save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def test_the_default_tolerance_passes_a_cursor_and_a_clock_and_stops_a_window() -> None:
+    base = _png()
+    assert difference(base, base) == 0.0
+    assert difference(base, _png("cursor clock")) < DEFAULT_TOLERANCE / 4
+    window = difference(base, _png("window"))
+    assert window > 5 * DEFAULT_TOLERANCE  # white on light grey: still found
+    assert difference(base, _png("window"), [Mask.parse("490x320+0+0", (1440, 900))]) == 0.0
+    assert parse_tolerance("off") is None and parse_tolerance("2.5%") == 2.5
+    with pytest.raises(ConfigError, match="0-100"):
+        parse_tolerance("lots")
