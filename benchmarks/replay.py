@@ -111,7 +111,7 @@ def replay(desk: TestDesktop, runs: Path, tmp: Path, thread_id: str, speed: str)
 
 
 def line(label: str, seconds: float, steps: int, against: float | None = None) -> str:
-    ratio = f"  ({against / seconds:5.1f}x faster than the original)" if against else ""
+    ratio = f"  (original / this = {against / seconds:.2f})" if against else ""
     return f"  {label:<42} {seconds:7.2f} s  {1000 * seconds / steps:7.0f} ms/step{ratio}"
 
 

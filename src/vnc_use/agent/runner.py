@@ -358,9 +358,11 @@ class VncUseAgent:
             for sha in (step.before, step.after):
                 if sha:
                     folder.put_screenshot(recording.screenshot(sha))
-        room = len(recording.steps) - planner.start + 1
-        if self.settings.step_limit < room and not heal:
-            self.settings.step_limit = room
+        # room for every recorded step and the turn that ends the replay (with heal, the model
+        # has what the step limit leaves)
+        self.settings.step_limit = max(
+            self.settings.step_limit, len(recording.steps) - planner.start + 1
+        )
         return self.run(recording.task, thread_id=new_id)
 
     def _planner_of(self, thread_id: str) -> Planner:

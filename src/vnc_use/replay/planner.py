@@ -136,14 +136,16 @@ class ReplayPlanner:
         }
         tolerance = self.options.tolerance
         if diff is not None and tolerance is not None and diff > tolerance:
-            notice.update(event="diverged", expected=step.before, actual=sha)
-            if self.healer is not None:
-                return self._begin_heal(index, notice, sha, size, load_png, keep_screenshots)
             message = (
                 f"the screen differs from the recording before original step {step.step} "
-                f"({step.name}): {diff:.1f}% of the screen changed, tolerance {tolerance:g}%; "
-                "nothing was performed from that step on"
+                f"({step.name}): {diff:.1f}% of the screen changed, tolerance {tolerance:g}%"
             )
+            notice.update(event="diverged", expected=step.before, actual=sha)
+            if self.healer is not None:
+                notice["message"] = f"{message}; the rest of the task goes to the model"
+                return self._begin_heal(index, notice, sha, size, load_png, keep_screenshots)
+            message += "; nothing was performed from that step on"
+            notice["message"] = message
             return _proposal([], "", "diverged", message, None, notice)
         if self.options.speed == "recorded" and step.model_ms:
             time.sleep(step.model_ms / 1000)
@@ -156,7 +158,7 @@ class ReplayPlanner:
             "intent": None,
         }
         turn = {"replay": {"index": index, "step": step.step}}
-        return _proposal([call], f"replaying step {step.step}", "calls", None, turn, notice)
+        return _proposal([call], "", "calls", None, turn, notice)
 
     def validate(self, name: str, args: Mapping[str, Any]) -> ValidatedAction | ActionError:
         """Recorded calls are checked against every action table (any model family); after
