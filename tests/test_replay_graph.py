@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from PIL import Image, ImageDraw
@@ -35,7 +36,8 @@ PIN = "2468-secret"
 
 @pytest.fixture
 def recorded(tmp_path: Path, gemini: GeminiStandIn) -> Path:
-    """A run that performed steps 1, 3 and 4; step 2 was invalid (never performed) and step 5
+    """A run that performed steps 1 and 3: step 2 was invalid (never performed), step 4's
+    outcome is unknown (the process died after sending it, before it was confirmed) and step 5
     was refused (a call needing confirmation, with approvals off): it ends ``denied``."""
     gemini.script(
         Reply.calls(FunctionCallSpec("click_at", x=100, y=200)),
@@ -49,15 +51,30 @@ def recorded(tmp_path: Path, gemini: GeminiStandIn) -> Path:
         ),
     )
     runs = tmp_path / "runs"
+    desk = FakeDesktop(1280, 800)
+    last_call: list[str] = []
+
+    def crash_after_sending_the_keys(event: dict[str, Any]) -> None:
+        if event["event"] == "model_response":
+            last_call[:] = [c["name"] for c in event["calls"]]
+        elif event["event"] == "screenshot" and last_call == ["key_combination"]:
+            last_call.clear()
+            raise KeyboardInterrupt  # sent, not yet known to have arrived: outcome unknown
+
     with VncUseAgent(
-        desktop=FakeDesktop(1280, 800),
+        desktop=desk,
         runs_dir=runs,
         planner=GeminiComputerUse(**FAST_RETRY),
         sensitive_text={"pin": PIN},
         hitl_mode=False,
+        on_event=crash_after_sending_the_keys,
     ) as agent:
-        result = agent.run(task="Log in with the pin", thread_id="rec")
+        with pytest.raises(KeyboardInterrupt):
+            agent.run(task="Log in with the pin", thread_id="rec")
+        result = agent.resume("rec")
     assert result.status == "denied", result.error
+    assert [e["kind"] for e in desk.events] == ["click", "click", "type_text", "key_combo"]
+    assert "outcome of this action is unknown" in result.transcript[3]["error"]
     return runs
 
 
@@ -65,11 +82,7 @@ def test_only_performed_actions_are_replayed_with_the_secret_given_again(
     recorded: Path,
 ) -> None:
     rec = load_recording(recorded, "rec")
-    assert [(s.step, s.name) for s in rec.steps] == [
-        (1, "click_at"),
-        (3, "type_text_at"),
-        (4, "key_combination"),
-    ]
+    assert [(s.step, s.name) for s in rec.steps] == [(1, "click_at"), (3, "type_text_at")]
     assert rec.steps[1].args["text"] == "{{pin}}"  # the record keeps the placeholder only
     desk = FakeDesktop(1024, 768)  # another size: grid points map to its pixels
     with (
@@ -84,7 +97,6 @@ def test_only_performed_actions_are_replayed_with_the_secret_given_again(
         ("click", 102, 154, None),
         ("click", 512, 384, None),
         ("type_text", None, None, PIN),
-        ("key_combo", None, None, None),
     ]
     written = b"".join(p.read_bytes() for p in (recorded / "rep").rglob("*") if p.is_file())
     assert PIN.encode() not in written
@@ -93,18 +105,18 @@ def test_only_performed_actions_are_replayed_with_the_secret_given_again(
 def test_from_step_and_resume_rebuild_from_run_json(recorded: Path) -> None:
     desk = FakeDesktop(1280, 800)
     with VncUseAgent(desktop=desk, runs_dir=recorded, sensitive_text={"pin": PIN}) as agent:
-        result = agent.replay("rec", replay_id="late", from_step=4, tolerance=0.5)
+        result = agent.replay("rec", replay_id="late", from_step=2, tolerance="off")
     assert result.status == "done", result.error
-    assert [e["kind"] for e in desk.events] == ["key_combo"]
+    assert [e["kind"] for e in desk.events] == ["click", "type_text"]
     saved = json.loads((recorded / "late" / "run.json").read_text())
-    assert saved["replay"]["from_step"] == 4 and saved["replay"]["tolerance"] == 0.5
+    assert saved["replay"]["from_step"] == 2 and saved["replay"]["tolerance"] == "off"
     planner = planner_from_settings(saved)  # what 'vnc-use resume late' builds
-    assert isinstance(planner, ReplayPlanner) and planner.start == 2
+    assert isinstance(planner, ReplayPlanner) and planner.start == 1
     with (
         VncUseAgent(desktop=desk, runs_dir=recorded) as agent,
         pytest.raises(ConfigError, match="no step from there"),
     ):
-        agent.replay("rec", from_step=9)
+        agent.replay("rec", from_step=4)
 
 
 def _png(draw: str = "") -> bytes:

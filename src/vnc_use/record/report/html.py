@@ -153,7 +153,7 @@ class _Page:
             ("Model", str(s.get("model", "-"))),
             ("Desktop", str(s.get("vnc_server", "-"))),
             *self.replay_facts(),
-            ("Model calls", f"{len(v.turns)} ({timefmt.milliseconds(v.model_ms)} waiting)"),
+            ("Model calls", f"{len(v.model_turns)} ({timefmt.milliseconds(v.model_ms)} waiting)"),
             ("Tokens", f"{v.total_tokens:,}" if v.total_tokens is not None else "not reported"),
         ]
         facts_html = "".join(
@@ -246,7 +246,9 @@ class _Page:
             badge += '<span class="badge approved">approved</span>'
         saw = self.figure(
             st.before,
-            "What the model saw when it proposed this action (the action drawn on it)",
+            "What the model saw when it proposed this action (the action drawn on it)"
+            if st.original is None
+            else "The screen before the replayed action (the action drawn on it)",
             marker,
             f"step {st.step}: {st.name}",
         )
@@ -267,7 +269,7 @@ class _Page:
             f'<section class="step kind-{st.kind}" id="step-{index}" data-step="{st.step}" '
             f'data-kind="{st.kind}" data-name="{escape(st.name)}">'
             f"<h2><span>Step {st.step}</span> <code>{escape(st.name)}</code> {badge}</h2>"
-            f"{self.model_block(st.turn, st.first_of_turn)}"
+            f"{self.model_block(st.turn, st.first_of_turn) if st.original is None else ''}"
             f'<div class="{shots}">{saw}{after}</div>{self.details(st)}</section>'
         )
 
@@ -353,7 +355,7 @@ class _Page:
         actual = self.figure(d.actual, "Now: the screen the replay found", None, "now")
         return (
             f'<section class="step divergence" data-kind="diverged" data-step="{d.step}" '
-            f'data-original-step="{d.original_step}"><h2><span>Step {d.step}</span> '
+            f'data-original-step="{d.original_step}"><h2><span>Before step {d.step}</span> '
             f'<span class="badge error">diverged</span></h2>'
             f"<p>Before recorded step {d.original_step}, {escape(diff)} of the screen differs "
             f"from the recording{escape(limit)}. {escape(then)}</p>"

@@ -62,6 +62,8 @@ class ModelTurn:
     calls: list[dict[str, Any]]
     usage: dict[str, Any] | None
     finish_reason: str | None
+    replayed: bool = False
+    """A replay's turn (the recorded action, no model asked)."""
 
     @property
     def total_tokens(self) -> int | None:
@@ -177,15 +179,20 @@ class RunView:
         return [i for i in self.items if isinstance(i, StepView)]
 
     @property
+    def model_turns(self) -> list[ModelTurn]:
+        """The answers of a model (a replay's own turns left out)."""
+        return [t for t in self.turns if not t.replayed]
+
+    @property
     def total_tokens(self) -> int | None:
         """Tokens over all model calls, when the API reported them."""
-        counts = [t.total_tokens for t in self.turns if t.total_tokens is not None]
+        counts = [t.total_tokens for t in self.model_turns if t.total_tokens is not None]
         return sum(counts) if counts else None
 
     @property
     def model_ms(self) -> float:
         """Time spent waiting for the model, over all calls."""
-        return sum(t.latency_ms or 0.0 for t in self.turns)
+        return sum(t.latency_ms or 0.0 for t in self.model_turns)
 
     def screenshot(self, sha: str | None) -> Path | None:
         """The file of a screenshot digest, if it is there."""
@@ -211,6 +218,8 @@ class _Reader:
         self.decision: Decision | None = None
         self.paused: dict[str, Any] | None = None
         self.original: Original | None = None
+        # a replay's turns are its own until the model takes over (--heal)
+        self.replaying = isinstance(view.settings.get("replay"), dict)
 
     def _size_of(self, sha: str | None) -> tuple[int, int] | None:
         path = self.view.screenshot(sha)
@@ -260,10 +269,14 @@ class _Reader:
             calls=[c for c in e.get("calls") or [] if isinstance(c, dict)],
             usage=e.get("usage") if isinstance(e.get("usage"), dict) else None,
             finish_reason=e.get("finish_reason"),
+            replayed=self.replaying,
         )
         self.view.turns.append(turn)
         self.turn, self.used = turn, 0
-        if not turn.calls:
+        if turn.replayed and not turn.calls:  # the replay's end (diverged: its own item)
+            if e.get("stop") != "diverged":
+                self.view.items.append(Note("replay", turn.ts, turn.text))
+        elif not turn.calls:
             self.view.items.append(Note("answer", turn.ts, turn.text, turn))
 
     def on_replay_step(self, e: dict[str, Any]) -> None:
@@ -278,6 +291,9 @@ class _Reader:
         self._divergence(e, None)
 
     def on_healed(self, e: dict[str, Any]) -> None:
+        self.replaying = False
+        if self.turn is not None:  # the turn that took over was the model's
+            self.turn.replayed = False
         self._divergence(e, str(e.get("model") or "the model"))
 
     def _divergence(self, e: dict[str, Any], healed_by: str | None) -> None:
