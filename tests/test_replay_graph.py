@@ -18,6 +18,8 @@ from PIL import Image, ImageDraw
 from vnc_use import VncUseAgent
 from vnc_use.errors import ConfigError
 from vnc_use.providers.gemini.planner import GeminiComputerUse
+from vnc_use.providers.openai_compat import OpenAICompatPlanner
+from vnc_use.providers.openai_compat.resize import UI_TARS, smart_resize
 from vnc_use.providers.registry import planner_from_settings
 from vnc_use.replay import ReplayPlanner, difference, load_recording, parse_tolerance
 from vnc_use.replay.compare import DEFAULT_TOLERANCE, Mask
@@ -28,6 +30,8 @@ from vnc_use.testing.gemini_standin import (
     Reply,
     require_confirmation,
 )
+from vnc_use.testing.openai_standin import OpenAIStandIn
+from vnc_use.testing.openai_standin import Reply as OpenAIReply
 
 from gemini_fixtures import FAST_RETRY
 
@@ -144,3 +148,38 @@ def test_the_default_tolerance_passes_a_cursor_and_a_clock_and_stops_a_window() 
     assert parse_tolerance("off") is None and parse_tolerance("2.5%") == 2.5
     with pytest.raises(ConfigError, match="0-100"):
         parse_tolerance("lots")
+
+
+def test_a_run_of_another_provider_replays_alike(tmp_path: Path) -> None:
+    """A run of UI-TARS (pixels of the resized image sent, behind the OpenAI-compatible
+    stand-in) replays with the server gone: the desktop gets the same inputs again."""
+    width, height = 1021, 767
+    size = smart_resize(height, width, UI_TARS)[::-1]
+
+    def box(x: int, y: int) -> str:
+        return f"<|box_start|>({x * size[0] // width},{y * size[1] // height})<|box_end|>"
+
+    def reply(action: str) -> OpenAIReply:
+        return OpenAIReply.text(f"Thought: go on.\nAction: {action}")
+
+    script = [
+        reply(f"click(start_box='{box(300, 100)}')"),
+        reply("type(content='Ada')"),
+        reply("hotkey(key='ctrl a')"),
+        reply(f"drag(start_box='{box(100, 600)}', end_box='{box(700, 400)}')"),
+        reply("finished(content='Done.')"),
+    ]
+    recorded = FakeDesktop(width, height)
+    model = "ui-tars-1.5-7b"
+    with OpenAIStandIn(script, models=model, max_images=2) as server:
+        planner = OpenAICompatPlanner(server.base_url, model, dialect="ui-tars", max_retries=0)
+        with VncUseAgent(desktop=recorded, runs_dir=tmp_path, planner=planner) as agent:
+            result = agent.run(task="Rename the card and move it", thread_id="tars")
+        assert not server.violations and server.remaining == 0
+    assert result.status == "done", result.error
+    again = FakeDesktop(width, height)
+    with VncUseAgent(desktop=again, runs_dir=tmp_path) as agent:
+        result = agent.replay("tars")
+    assert result.status == "done", result.error
+    assert again.events == recorded.events
+    assert [e["kind"] for e in again.events] == ["click", "type_text", "key_combo", "drag_and_drop"]
