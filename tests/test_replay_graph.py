@@ -121,6 +121,11 @@ def test_from_step_and_resume_rebuild_from_run_json(recorded: Path) -> None:
         pytest.raises(ConfigError, match="no step from there"),
     ):
         agent.replay("rec", from_step=4)
+    with (
+        VncUseAgent(desktop=desk, runs_dir=recorded, sensitive_text={"pin": PIN}) as agent,
+        pytest.raises(ConfigError, match="'late' already exists"),
+    ):
+        agent.replay("rec", replay_id="late", from_step=2, tolerance="off")
 
 
 def _png(draw: str = "") -> bytes:

@@ -338,7 +338,6 @@ class VncUseAgent:
         """
         from vnc_use.replay import ReplayOptions, ReplayPlanner, load_recording
 
-        check_thread_id(thread_id)
         options = ReplayOptions.make(tolerance, speed, from_step, masks, heal)
         recording = load_recording(self.runs_dir, thread_id)
         planner = ReplayPlanner(recording, options, self.planner if heal else None)
@@ -349,15 +348,20 @@ class VncUseAgent:
                 f"run {thread_id!r} types the sensitive value {{{{{missing[0]}}}}}: give it "
                 f"again (sensitive_text=, or set {variable}); it is never kept in the record"
             )
-        new_id = check_thread_id(replay_id or uuid.uuid4().hex[:12])
-        if new_id == thread_id:
-            raise ConfigError("the replay needs a thread id of its own, not the recorded run's")
+        try:
+            new_id = check_thread_id(replay_id or uuid.uuid4().hex[:12])
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        if new_id == thread_id or self._snapshot(new_id).values:
+            raise ConfigError(f"thread {new_id!r} already exists: give the replay an id of its own")
         self._replays[new_id] = planner
         folder = self._folder(new_id)
-        for step in recording.steps:  # the recorded screens, for the report and the check
-            for sha in (step.before, step.after):
-                if sha:
-                    folder.put_screenshot(recording.screenshot(sha))
+        for sha in recording.screenshots():  # the recorded screens, for the report
+            try:
+                folder.put_screenshot(recording.screenshot(sha))
+            except ConfigError:
+                if options.tolerance is not None:  # needed for the comparison
+                    raise
         # room for every recorded step and the turn that ends the replay (with heal, the model
         # has what the step limit leaves)
         self.settings.step_limit = max(

@@ -67,7 +67,19 @@ class Recording:
 
     def screenshot(self, sha: str) -> bytes:
         """A PNG of the recorded run."""
-        return (self.path / "screenshots" / f"{sha}.png").read_bytes()
+        path = self.path / "screenshots" / f"{sha}.png"
+        try:
+            return path.read_bytes()
+        except OSError as exc:
+            raise ConfigError(
+                f"run {self.thread_id!r} lacks its screenshot {path} ({exc.strerror}): it cannot "
+                "be compared; replay with --tolerance off, or restore the run folder"
+            ) from None
+
+    def screenshots(self) -> list[str]:
+        """The digests of the screens before and after each step, once each."""
+        found = [sha for s in self.steps for sha in (s.before, s.after) if sha]
+        return list(dict.fromkeys(found))
 
     def start_index(self, from_step: int) -> int:
         """Index of the first performed step numbered ``from_step`` or later."""
