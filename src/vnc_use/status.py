@@ -31,6 +31,9 @@ class RunStatus(str, Enum):
     BLOCKED = "blocked"
     """The model's turn was blocked or refused (a safety filter, or a call the model itself
     marked ``blocked``); nothing of that turn ran. The error names the reason."""
+    DIVERGED = "diverged"
+    """A replay found the screen not as recorded before a step and stopped before performing
+    it (:mod:`vnc_use.replay`); the error names the step and the difference."""
 
     def __str__(self) -> str:
         return self.value
@@ -49,6 +52,7 @@ FINAL = frozenset(
         RunStatus.TIMEOUT,
         RunStatus.ERROR,
         RunStatus.BLOCKED,
+        RunStatus.DIVERGED,
     }
 )
 """Statuses that end the graph."""

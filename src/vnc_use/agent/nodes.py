@@ -121,6 +121,12 @@ def propose(state: CUAState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     update["model_calls"] = n
     update["model_ms"] = latency_ms
     update["active_seconds"] = time.monotonic() - t0
+    if proposal.notice:
+        notice = dict(proposal.notice)
+        ctx.run.event(str(notice.pop("event", "notice")), node="propose", n=n, **notice)
+    if proposal.stop == "diverged":  # a replay: the screen is not the recorded one
+        update.update(status="diverged", done=True, error=proposal.stop_message, pending_calls=[])
+        return update
     if proposal.stop == "error" and not proposal.calls:  # a planner that does not retry
         raise PlannerError(proposal.stop_message or f"unexpected answer: {proposal.reason}")
     # A turn the API refused, or one with a call the model marked blocked, ends the run before

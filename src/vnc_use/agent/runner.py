@@ -11,6 +11,7 @@ the desktop and the model, holds the desktop's lease while the run acts
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import threading
@@ -52,6 +53,7 @@ from vnc_use.providers.base import Planner
 from vnc_use.providers.registry import make_planner
 from vnc_use.record.folder import RunFolder, check_thread_id
 from vnc_use.record.report import ReportOnRunEnd
+from vnc_use.replay.compare import DEFAULT_TOLERANCE
 from vnc_use.status import RunStatus
 
 if TYPE_CHECKING:  # imported when first connecting: Twisted stays out of desktop= runs
@@ -218,6 +220,7 @@ class VncUseAgent:
                 raise ConfigError(f"sensitive_text name {name!r}: use letters, digits and '_'")
         self.reconnect_window_s = reconnect_window_s
         self._controller: VNCController | None = None
+        self._replays: dict[str, Planner] = {}
         self._control: RunControl | None = None
         self._stop = threading.Event()
         _check_writable(self.runs_dir)
@@ -288,12 +291,13 @@ class VncUseAgent:
             raise ConfigError(
                 f"thread {thread_id!r} already exists: use resume/approve/deny, or a new id"
             )
+        planner = self._planner_of(thread_id)
         # Fail before anything is recorded when the key or the desktop is missing.
-        self.planner.check_ready()
+        planner.check_ready()
         with self._leased(thread_id):
-            return self._start(task, thread_id)
+            return self._start(task, thread_id, planner)
 
-    def _start(self, task: str, thread_id: str) -> RunResult:
+    def _start(self, task: str, thread_id: str, planner: Planner) -> RunResult:
         """Record and run a new run (its desktop leased)."""
         desktop = self.desktop
         where = self._where(desktop)
@@ -304,7 +308,7 @@ class VncUseAgent:
                 "thread_id": thread_id,
                 "task": task,
                 **where,
-                **self.planner.run_settings(),
+                **planner.run_settings(),
                 "keep_screenshots": self.settings.keep_screenshots,
                 "confirm_actions": list(self.settings.confirm_actions),
                 "step_limit": self.settings.step_limit,
@@ -334,6 +338,84 @@ class VncUseAgent:
             "model_calls": 0,
         }
         return self._invoke(initial, thread_id, folder)
+
+    def replay(
+        self,
+        thread_id: str,
+        *,
+        replay_id: str | None = None,
+        tolerance: float | str | None = DEFAULT_TOLERANCE,
+        speed: str = "fast",
+        from_step: int = 1,
+        masks: Sequence[str] = (),
+        heal: bool = False,
+    ) -> RunResult:
+        """Perform the actions run ``thread_id`` (of this ``runs_dir``) performed, in order,
+        without asking the model: a new run (``replay_id``, default a new id) with its own
+        folder, events and report.
+
+        Before each action the settled screen is compared with the one the recorded run had
+        there (:mod:`vnc_use.replay.compare`): beyond ``tolerance`` percent of the screen
+        (``"off"`` / None: never) the run stops before acting with status ``diverged``, unless
+        ``heal``, which hands the rest of the task to this agent's model. ``speed``
+        ``"recorded"`` waits as long as the recorded model took; ``from_step`` starts at that
+        recorded step; ``masks`` (``WxH+X+Y`` in recorded pixels) are left out of the
+        comparison. Grid coordinates map to this desktop's size; ``{{name}}`` placeholders take
+        their values from ``sensitive_text`` again. ``resume`` continues an interrupted replay
+        like any run (the journal keeps any action from running twice).
+        """
+        from vnc_use.replay import ReplayOptions, ReplayPlanner, load_recording
+
+        options = ReplayOptions.make(tolerance, speed, from_step, masks, heal)
+        recording = load_recording(self.runs_dir, thread_id, self.storage.journal(thread_id))
+        planner = ReplayPlanner(recording, options, self.planner if heal else None)
+        missing = sorted(recording.sensitive_names(planner.start) - set(self.sensitive_text))
+        if missing:
+            variable, _ = config.sensitive_value(missing[0])
+            raise ConfigError(
+                f"run {thread_id!r} types the sensitive value {{{{{missing[0]}}}}}: give it "
+                f"again (sensitive_text=, or set {variable}); it is never kept in the record"
+            )
+        try:
+            new_id = check_thread_id(replay_id or uuid.uuid4().hex[:12])
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        if new_id == thread_id or self._snapshot(new_id).values:
+            raise ConfigError(f"thread {new_id!r} already exists: give the replay an id of its own")
+        self._replays[new_id] = planner
+        folder = self._folder(new_id)
+        for sha in recording.screenshots():  # the recorded screens, for the report
+            try:
+                folder.put_screenshot(recording.screenshot(sha))
+            except ConfigError:
+                if options.tolerance is not None:  # needed for the comparison
+                    raise
+        # room for every recorded step and the turn that ends the replay (with heal, the model
+        # has what the step limit leaves)
+        self.settings.step_limit = max(
+            self.settings.step_limit, len(recording.steps) - planner.start + 1
+        )
+        return self.run(recording.task, thread_id=new_id)
+
+    def _planner_of(self, thread_id: str) -> Planner:
+        """The planner of run ``thread_id``: a replay's own (rebuilt from its run.json in a
+        new process, with this agent's model to heal with), else the agent's."""
+        from vnc_use.replay import PROVIDER, ReplayPlanner, replay_planner_from_settings
+
+        if thread_id in self._replays:
+            return self._replays[thread_id]
+        if isinstance(self.planner, ReplayPlanner):
+            return self.planner
+        path = self.runs_dir / thread_id / "run.json"
+        try:
+            saved = json.loads(path.read_text("utf-8"))
+        except (OSError, ValueError):
+            return self.planner
+        if not isinstance(saved, dict) or saved.get("provider") != PROVIDER:
+            return self.planner
+        planner = replay_planner_from_settings(saved, healer=self.planner)
+        self._replays[thread_id] = planner
+        return planner
 
     def _where(self, desktop: Desktop) -> dict[str, Any]:
         """What run.json records of the desktop: the VNC connection (address, user, CA file,
@@ -458,7 +540,7 @@ class VncUseAgent:
             try:
                 ctx = AgentContext(
                     desktop=self.desktop,
-                    planner=self.planner,
+                    planner=self._planner_of(thread_id),
                     run=folder,
                     settings=self.settings,
                     journal=journal,

@@ -75,6 +75,7 @@ def _as_json(s: RunSummary) -> dict[str, Any]:
         "duration_s": s.duration_s,
         "final_text": s.final_text,
         "error": s.error,
+        "source_thread": s.source_thread,
         "path": str(s.path),
     }
 
@@ -100,6 +101,8 @@ def runs_command(args: argparse.Namespace) -> int:
     print(f"{'THREAD':<{width}}  {'STATUS':<17}  STEPS  {'STARTED':<19}  DURATION  TASK")
     for s in runs:
         task = " ".join(redact(s.task).split())
+        if s.source_thread:
+            task = f"[replay of {s.source_thread}] {task}"
         task = task if len(task) <= 60 else task[:59] + "…"
         print(
             f"{s.thread_id:<{width}}  {s.status:<17}  {s.steps:>5}  {timefmt.when(s.started):<19}  "

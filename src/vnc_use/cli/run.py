@@ -22,6 +22,7 @@ from vnc_use.cli import server as server_commands
 from vnc_use.cli.common import EXIT_CODES, EXIT_ERROR, add_runs_dir
 from vnc_use.desktops.region import ScreenRegion
 from vnc_use.errors import ConfigError
+from vnc_use.replay.compare import DEFAULT_TOLERANCE
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -231,6 +232,8 @@ def register(sub: Any) -> None:
     server_commands.add_server_options(run, run=True)
     run.set_defaults(func=command)
 
+    _register_replay(sub)
+
     for name, text in (
         ("approve", "approve the action a run is waiting on, and continue"),
         ("deny", "deny the action a run is waiting on (the run stops)"),
@@ -242,6 +245,50 @@ def register(sub: Any) -> None:
         _common(p)
         server_commands.add_server_options(p)
         p.set_defaults(func=command)
+
+
+def _register_replay(sub: Any) -> None:
+    p = sub.add_parser(
+        "replay",
+        help="perform a recorded run's actions again without the model; stop (exit 7) when "
+        "the screen is not what it was",
+    )
+    p.add_argument("thread_id", metavar="THREAD", help="the recorded run (in --runs-dir)")
+    p.add_argument(
+        "--vnc", default=None, metavar="HOST::PORT", help="the desktop (default: the run's own)"
+    )
+    p.add_argument(
+        "--tolerance",
+        default=None,
+        metavar="T",
+        help="percent of the screen that may differ from the recording before a step (default "
+        "1: a blinking cursor or a clock passes), or off: never stop",
+    )
+    p.add_argument(
+        "--speed",
+        choices=("fast", "recorded"),
+        default="fast",
+        help="fast: act as soon as the screen settles (default); recorded: also wait as long "
+        "as the recorded model took",
+    )
+    p.add_argument("--from-step", type=int, default=1, metavar="N", help="start at recorded step N")
+    p.add_argument(
+        "--mask",
+        action="append",
+        default=[],
+        metavar="WxH+X+Y",
+        help="a region known to change (a clock), in pixels of the recorded screen; left out "
+        "of the comparison (repeatable)",
+    )
+    p.add_argument(
+        "--heal",
+        action="store_true",
+        help="when the screen differs, hand the rest of the task to the recorded run's model "
+        "and go on as a normal run",
+    )
+    p.add_argument("--replay-id", default=None, metavar="ID", help="the replay's own thread id")
+    _common(p)
+    p.set_defaults(func=command)
 
 
 def command(args: argparse.Namespace) -> int:
@@ -382,6 +429,12 @@ def _make_agent(args: argparse.Namespace, saved: dict[str, Any] | None) -> Any:
     ):
         if key in saved:
             kwargs[key] = saved[key]
+    if args.command == "replay":
+        # the model a --heal hands the task to: the recorded run's own (a replay's healer)
+        model = (saved.get("replay") or {}).get("heal_planner") or saved
+        if args.heal:
+            kwargs["planner"] = planner_from_settings(model)
+        return VncUseAgent(**kwargs)
     # the run's own planner (provider, model, tools, API version, server), so the model is
     # sent the same tools at the same place after approve/deny/resume
     kwargs["planner"] = planner_from_settings(saved)
@@ -462,6 +515,16 @@ def _drive(args: argparse.Namespace) -> RunResult:
             result = agent.approve(args.thread_id)
         elif args.command == "deny":
             result = agent.deny(args.thread_id)
+        elif args.command == "replay":
+            result = agent.replay(
+                args.thread_id,
+                replay_id=args.replay_id,
+                tolerance=DEFAULT_TOLERANCE if args.tolerance is None else args.tolerance,
+                speed=args.speed,
+                from_step=args.from_step,
+                masks=args.mask,
+                heal=args.heal,
+            )
         else:
             result = agent.resume(args.thread_id)
         while result.status == "awaiting_approval" and result.pending_call and sys.stdin.isatty():

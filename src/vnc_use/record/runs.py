@@ -40,6 +40,8 @@ class RunSummary:
     path: Path
     final_text: str = ""
     error: str | None = None
+    source_thread: str | None = None
+    """For a replay (``vnc-use replay``): the thread id of the run it replays."""
 
     @property
     def duration_s(self) -> float | None:
@@ -110,7 +112,15 @@ def summarize(run_dir: Path) -> RunSummary | None:
         path=run_dir,
         final_text=final_text,
         error=str(error) if error else None,
+        source_thread=_source_thread(settings),
     )
+
+
+def _source_thread(settings: dict[str, Any]) -> str | None:
+    """The run a replay replays (``run.json``'s ``replay.source_thread``), else None."""
+    replay = settings.get("replay")
+    source = replay.get("source_thread") if isinstance(replay, dict) else None
+    return str(source) if source else None
 
 
 def list_runs(runs_dir: str | Path) -> list[RunSummary]:

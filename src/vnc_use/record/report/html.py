@@ -18,7 +18,14 @@ from vnc_use import __version__
 from vnc_use.record import timefmt
 from vnc_use.record.report.describe import call_text, grid_pixels, intent, typed_text
 from vnc_use.record.report.markers import Marker, arrow_head, marker_for, shaft_end
-from vnc_use.record.report.model import Decision, ModelTurn, Note, RunView, StepView
+from vnc_use.record.report.model import (
+    Decision,
+    Divergence,
+    ModelTurn,
+    Note,
+    RunView,
+    StepView,
+)
 from vnc_use.status import RunStatus
 
 __all__ = ["STATUS_TEXT", "render_html"]
@@ -32,6 +39,7 @@ STATUS_TEXT: dict[str, str] = {
     RunStatus.ERROR: "Error",
     RunStatus.BLOCKED: "Blocked for safety",
     RunStatus.INTERRUPTED: "Stopped on request",
+    RunStatus.DIVERGED: "Replay stopped: the screen differs from the recording",
     "unfinished": "Unfinished (running, or its process died)",
 }
 
@@ -47,6 +55,9 @@ h1 { font-size:22px; margin:0 0 4px; } h1 code { font-size:20px; }
   color:#fff; background:#5d6675; }
 .status-done { background:#1f8a4c; } .status-error { background:#c62828; }
 .status-blocked { background:#8e1b3a; }
+.status-diverged { background:#8e1b3a; }
+.shots.replayed { grid-template-columns:3fr 2fr 2fr; }
+.divergence .shots { grid-template-columns:1fr 1fr; }
 .status-awaiting_approval { background:#d97a00; } .status-denied { background:#6d4c41; }
 .status-step_limit, .status-timeout { background:#b35c00; }
 dl.facts { display:grid; grid-template-columns:repeat(auto-fill, minmax(210px, 1fr));
@@ -141,7 +152,8 @@ class _Page:
             ("Duration", timefmt.duration(duration)),
             ("Model", str(s.get("model", "-"))),
             ("Desktop", str(s.get("vnc_server", "-"))),
-            ("Model calls", f"{len(v.turns)} ({timefmt.milliseconds(v.model_ms)} waiting)"),
+            *self.replay_facts(),
+            ("Model calls", f"{len(v.model_turns)} ({timefmt.milliseconds(v.model_ms)} waiting)"),
             ("Tokens", f"{v.total_tokens:,}" if v.total_tokens is not None else "not reported"),
         ]
         facts_html = "".join(
@@ -160,6 +172,16 @@ class _Page:
             f'<dl class="facts">{facts_html}</dl>{self.outcome()}'
             f'<nav class="toc">{toc}</nav></header>'
         )
+
+    def replay_facts(self) -> list[tuple[str, str]]:
+        """For a replay: the run it replays, and how."""
+        replay = self.view.settings.get("replay")
+        if not isinstance(replay, dict):
+            return []
+        how = f"tolerance {replay.get('tolerance')}, speed {replay.get('speed')}"
+        if replay.get("heal"):
+            how += ", heal"
+        return [("Replay of", f"{replay.get('source_thread')} ({how})")]
 
     def outcome(self) -> str:
         v = self.view
@@ -224,21 +246,31 @@ class _Page:
             badge += '<span class="badge approved">approved</span>'
         saw = self.figure(
             st.before,
-            "What the model saw when it proposed this action (the action drawn on it)",
+            "What the model saw when it proposed this action (the action drawn on it)"
+            if st.original is None
+            else "The screen before the replayed action (the action drawn on it)",
             marker,
             f"step {st.step}: {st.name}",
         )
         if st.kind == "action":
             after = self.figure(st.after, "After the action", None, f"after step {st.step}")
+            if st.original is not None:
+                after += self.figure(
+                    st.original.after,
+                    f"The recorded run after its step {st.original.step}",
+                    None,
+                    f"recorded step {st.original.step}",
+                )
         else:
             missing = "Not executed" if st.kind == "denied" else "Not executed yet"
             after = f'<div class="noshot">{missing}</div>'
+        shots = "shots" if st.original is None else "shots replayed"
         return (
             f'<section class="step kind-{st.kind}" id="step-{index}" data-step="{st.step}" '
             f'data-kind="{st.kind}" data-name="{escape(st.name)}">'
             f"<h2><span>Step {st.step}</span> <code>{escape(st.name)}</code> {badge}</h2>"
-            f"{self.model_block(st.turn, st.first_of_turn)}"
-            f'<div class="shots">{saw}{after}</div>{self.details(st)}</section>'
+            f"{self.model_block(st.turn, st.first_of_turn) if st.original is None else ''}"
+            f'<div class="{shots}">{saw}{after}</div>{self.details(st)}</section>'
         )
 
     def details(self, st: StepView) -> str:
@@ -268,6 +300,10 @@ class _Page:
                     + f" · at {escape(timefmt.when(st.ts, zone=True))}",
                 )
             )
+        if st.original is not None:
+            o = st.original
+            diff = "not compared" if o.difference is None else f"{o.difference:g}% of the screen"
+            rows.append(("Replays", escape(f"recorded step {o.step} (difference before: {diff})")))
         if st.note:
             rows.append(("Note", escape(st.note)))
         if st.explanation and not st.decision:
@@ -305,6 +341,27 @@ class _Page:
             f'<span class="meta">{escape(timefmt.when(n.ts, zone=True))}</span>{label}</div>'
         )
 
+    def divergence(self, d: Divergence) -> str:
+        diff = "?" if d.difference is None else f"{d.difference:g}%"
+        limit = "" if d.tolerance is None else f" (tolerance {d.tolerance:g}%)"
+        then = (
+            f"The rest of the task went to the model {d.healed_by}."
+            if d.healed_by
+            else "Nothing was performed from this step on."
+        )
+        expected = self.figure(
+            d.expected, f"Recorded: the screen before step {d.original_step}", None, "recorded"
+        )
+        actual = self.figure(d.actual, "Now: the screen the replay found", None, "now")
+        return (
+            f'<section class="step divergence" data-kind="diverged" data-step="{d.step}" '
+            f'data-original-step="{d.original_step}"><h2><span>Before step {d.step}</span> '
+            f'<span class="badge error">diverged</span></h2>'
+            f"<p>Before recorded step {d.original_step}, {escape(diff)} of the screen differs "
+            f"from the recording{escape(limit)}. {escape(then)}</p>"
+            f'<div class="shots">{expected}{actual}</div></section>'
+        )
+
     def render(self) -> str:
         v = self.view
         body = []
@@ -313,6 +370,8 @@ class _Page:
             if isinstance(item, StepView):
                 index += 1
                 body.append(self.step(index, item))
+            elif isinstance(item, Divergence):
+                body.append(self.divergence(item))
             else:
                 body.append(self.note(item))
         if not body:

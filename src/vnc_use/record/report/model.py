@@ -21,7 +21,17 @@ from vnc_use.record.report.describe import is_sensitive
 from vnc_use.record.runs import read_events
 from vnc_use.status import RunStatus
 
-__all__ = ["Decision", "ModelTurn", "Note", "RunView", "StepView", "load_run", "png_size"]
+__all__ = [
+    "Decision",
+    "Divergence",
+    "ModelTurn",
+    "Note",
+    "Original",
+    "RunView",
+    "StepView",
+    "load_run",
+    "png_size",
+]
 
 StepKind = Literal["action", "denied", "pending"]
 _BARE_NOTES = frozenset({"resumed", "reconnected", "interrupted"})
@@ -52,6 +62,8 @@ class ModelTurn:
     calls: list[dict[str, Any]]
     usage: dict[str, Any] | None
     finish_reason: str | None
+    replayed: bool = False
+    """A replay's turn (the recorded action, no model asked)."""
 
     @property
     def total_tokens(self) -> int | None:
@@ -69,6 +81,33 @@ class Decision:
     by: str
     ts: float | None
     explanation: str
+
+
+@dataclass
+class Original:
+    """A replayed step's original: the recorded run's step and its screenshot after it."""
+
+    step: int
+    after: str | None
+    difference: float | None
+    """Percent of the screen that differed from the recording before the step (None: not
+    compared)."""
+
+
+@dataclass
+class Divergence:
+    """Where a replay found the screen not as recorded: both screens, side by side."""
+
+    step: int
+    """The replay's step that was not performed."""
+    original_step: int
+    expected: str | None
+    actual: str | None
+    difference: float | None
+    tolerance: float | None
+    ts: float | None
+    healed_by: str | None = None
+    """The model the rest of the task went to (``--heal``), else None: the replay stopped."""
 
 
 @dataclass
@@ -100,6 +139,8 @@ class StepView:
     decision: Decision | None = None
     explanation: str | None = None
     """Why the model asked for confirmation (pending and denied calls)."""
+    original: Original | None = None
+    """For a replayed step: the recorded step it repeats."""
 
 
 @dataclass
@@ -129,7 +170,7 @@ class RunView:
     pending_call: dict[str, Any] | None = None
     last_shot: str | None = None
     """sha256 of the last screenshot of the run (what the screen showed at its end)."""
-    items: list[StepView | Note] = field(default_factory=list)
+    items: list[StepView | Note | Divergence] = field(default_factory=list)
     turns: list[ModelTurn] = field(default_factory=list)
 
     @property
@@ -138,15 +179,20 @@ class RunView:
         return [i for i in self.items if isinstance(i, StepView)]
 
     @property
+    def model_turns(self) -> list[ModelTurn]:
+        """The answers of a model (a replay's own turns left out)."""
+        return [t for t in self.turns if not t.replayed]
+
+    @property
     def total_tokens(self) -> int | None:
         """Tokens over all model calls, when the API reported them."""
-        counts = [t.total_tokens for t in self.turns if t.total_tokens is not None]
+        counts = [t.total_tokens for t in self.model_turns if t.total_tokens is not None]
         return sum(counts) if counts else None
 
     @property
     def model_ms(self) -> float:
         """Time spent waiting for the model, over all calls."""
-        return sum(t.latency_ms or 0.0 for t in self.turns)
+        return sum(t.latency_ms or 0.0 for t in self.model_turns)
 
     def screenshot(self, sha: str | None) -> Path | None:
         """The file of a screenshot digest, if it is there."""
@@ -171,6 +217,9 @@ class _Reader:
         self.used = 0  # calls of the current turn already accounted for
         self.decision: Decision | None = None
         self.paused: dict[str, Any] | None = None
+        self.original: Original | None = None
+        # a replay's turns are its own until the model takes over (--heal)
+        self.replaying = isinstance(view.settings.get("replay"), dict)
 
     def _size_of(self, sha: str | None) -> tuple[int, int] | None:
         path = self.view.screenshot(sha)
@@ -220,11 +269,48 @@ class _Reader:
             calls=[c for c in e.get("calls") or [] if isinstance(c, dict)],
             usage=e.get("usage") if isinstance(e.get("usage"), dict) else None,
             finish_reason=e.get("finish_reason"),
+            replayed=self.replaying,
         )
         self.view.turns.append(turn)
         self.turn, self.used = turn, 0
-        if not turn.calls:
+        if turn.replayed and not turn.calls:  # the replay's end (diverged: its own item)
+            if e.get("stop") != "diverged":
+                self.view.items.append(Note("replay", turn.ts, turn.text))
+        elif not turn.calls:
             self.view.items.append(Note("answer", turn.ts, turn.text, turn))
+
+    def on_replay_step(self, e: dict[str, Any]) -> None:
+        step = e.get("original_step")
+        self.original = Original(
+            int(step) if isinstance(step, int) else 0,
+            e.get("original_after"),
+            _num(e.get("difference")),
+        )
+
+    def on_diverged(self, e: dict[str, Any]) -> None:
+        self._divergence(e, None)
+
+    def on_healed(self, e: dict[str, Any]) -> None:
+        self.replaying = False
+        if self.turn is not None:  # the turn that took over was the model's
+            self.turn.replayed = False
+        self._divergence(e, str(e.get("model") or "the model"))
+
+    def _divergence(self, e: dict[str, Any], healed_by: str | None) -> None:
+        done = len([i for i in self.view.items if isinstance(i, StepView)])
+        step = e.get("original_step")
+        self.view.items.append(
+            Divergence(
+                step=done + 1,
+                original_step=int(step) if isinstance(step, int) else 0,
+                expected=e.get("expected"),
+                actual=e.get("actual"),
+                difference=_num(e.get("difference")),
+                tolerance=_num(e.get("tolerance")),
+                ts=_num(e.get("ts")),
+                healed_by=healed_by,
+            )
+        )
 
     def on_approved(self, e: dict[str, Any]) -> None:
         self.decision = Decision(
@@ -259,9 +345,11 @@ class _Reader:
                 turn=self.turn,
                 first_of_turn=self.used == 1,
                 decision=self.decision if e.get("approved") else None,
+                original=self.original,
             )
         )
         self.decision = None
+        self.original = None
         self.shot = after or self.shot
         self.size = reported or self.size
 
