@@ -189,8 +189,12 @@ def _view_target(args: argparse.Namespace) -> tuple[str, int, str, bool, str]:
             creds = desk.credentials()
             return host, port, creds.password if interactive else creds.view_password, True, ""
         view_pw = config.vnc_view_password()
-        full = getattr(args, "vnc_password", None) or config.vnc_password()
-        if not interactive and view_pw:
+        full = (
+            getattr(args, "bridge_password", None)  # the run's RDP bridge
+            or getattr(args, "vnc_password", None)
+            or config.vnc_password()
+        )
+        if not interactive and view_pw and not getattr(args, "bridge_password", None):
             return host, port, view_pw, True, ""
         if not full:
             raise ConfigError(

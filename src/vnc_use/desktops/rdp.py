@@ -23,6 +23,7 @@ FreeRDP's output goes to ``log_path`` only (the run folder's ``freerdp.log``).
 from __future__ import annotations
 
 import contextlib
+import functools
 import ipaddress
 import json
 import logging
@@ -126,9 +127,9 @@ class RdpTarget:
             raw = raw[len("rdp://") :]
         host, port = raw, ""
         if raw.startswith("["):
-            host, _, rest = raw[1:].partition("]")
+            host, bracket, rest = raw[1:].partition("]")
             port = rest[1:] if rest.startswith(":") else rest
-            ok = _is_ipv6(host) and (not rest or rest.startswith(":"))
+            ok = bool(bracket) and _is_ipv6(host) and (not rest or rest.startswith(":"))
         else:
             if raw.count(":") == 1:
                 host, port = raw.split(":")
@@ -206,7 +207,9 @@ class TrustStore:
         except FileNotFoundError:
             return {}
         except (OSError, ValueError) as exc:
-            raise RdpError(f"cannot read {self.path} ({exc}); move it away to start afresh") from None
+            raise RdpError(
+                f"cannot read {self.path} ({exc}); move it away to start afresh"
+            ) from None
         return data if isinstance(data, dict) else {}
 
     def check(self, target: RdpTarget, seen: str, pinned: str | None) -> str:
@@ -242,6 +245,10 @@ class TrustStore:
             json.dump(known, out, indent=2)
         tmp.replace(self.path)
         return "first use"
+
+
+def _alive(proc: subprocess.Popen[bytes]) -> bool:
+    return proc.poll() is None
 
 
 def _programs() -> dict[str, str]:
@@ -398,7 +405,8 @@ class RdpBridge(Service):
                 extra=("-desktop", f"vnc-use rdp {self.options.target}"),
             )
             proc = self._popen(argv, subprocess.DEVNULL)
-            outcome = wait_for_xvnc(number, self.port, lambda p=proc: p.poll() is None, 15.0)
+            alive = functools.partial(_alive, proc)
+            outcome = wait_for_xvnc(number, self.port, alive, 15.0)
             if outcome == "ready":
                 self._xvnc = proc
                 return
@@ -531,5 +539,3 @@ class RdpBridge(Service):
         log.info("%s", self.ended)
         if self._xvnc is not None:
             stop_process(self._xvnc)
-
-

@@ -1,0 +1,111 @@
+"""``--rdp HOST[:PORT]`` and its options: runs on an RDP desktop through a FreeRDP bridge.
+
+:func:`add_options` adds the flags, :func:`bridge_for_run` starts the bridge of a run (a new
+one for every ``run``/``resume``/``approve``/``deny``) and always stops it, and
+:func:`agent_kwargs` aims the agent at it. The password comes from ``RDP_PASSWORD`` only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from vnc_use import config
+from vnc_use.desktops.local import parse_size
+from vnc_use.errors import ConfigError
+
+__all__ = ["add_options", "agent_kwargs", "bridge_for_run", "options_from"]
+
+
+def add_options(p: argparse.ArgumentParser, *, default_help: str) -> None:
+    """``--rdp`` and the ``--rdp-*`` options."""
+    p.add_argument(
+        "--rdp",
+        default=None,
+        metavar="HOST[:PORT]",
+        help="an RDP desktop (Windows, xrdp), reached through FreeRDP (xfreerdp) rendered into a "
+        f"private local VNC desktop; {default_help}",
+    )
+    p.add_argument(
+        "--rdp-user",
+        default=None,
+        metavar="USER",
+        help="RDP user name (default: RDP_USERNAME); the password comes from RDP_PASSWORD only",
+    )
+    p.add_argument("--rdp-domain", default=None, metavar="DOMAIN", help="RDP (Windows) domain")
+    p.add_argument(
+        "--rdp-size",
+        default=None,
+        metavar="WxH",
+        help="size of the remote session (default 1280x800)",
+    )
+    p.add_argument(
+        "--rdp-cert-fingerprint",
+        default=None,
+        metavar="SHA256",
+        help="accept only the RDP server certificate with this SHA-256 (default: trust on "
+        "first use, recorded under vnc-use's state folder)",
+    )
+
+
+def options_from(args: argparse.Namespace, saved: dict[str, Any] | None) -> Any:
+    """The :class:`~vnc_use.desktops.rdp.RdpOptions` of the command line (over the run's
+    saved ones), or None when this is no RDP run."""
+    from vnc_use.desktops.rdp import DEFAULT_RDP_SIZE, RdpOptions, RdpTarget, parse_fingerprint
+
+    old: dict[str, Any] = dict((saved or {}).get("rdp") or {})
+    server = getattr(args, "rdp", None) or old.get("server")
+    if not server:
+        return None
+    if getattr(args, "vnc", None):
+        raise ConfigError("--vnc and --rdp were both given; a run uses one desktop")
+    size_text = args.rdp_size or old.get("size")
+    pin = args.rdp_cert_fingerprint or old.get("cert_fingerprint")
+    return RdpOptions(
+        target=RdpTarget.parse(server),
+        username=args.rdp_user or config.rdp_username() or old.get("username"),
+        domain=args.rdp_domain or old.get("domain"),
+        size=parse_size(size_text) if size_text else DEFAULT_RDP_SIZE,
+        fingerprint=parse_fingerprint(pin) if pin else None,
+        connect_timeout=args.connect_timeout or (saved or {}).get("connect_timeout") or 5.0,
+    )
+
+
+@contextlib.contextmanager
+def bridge_for_run(args: argparse.Namespace, saved: dict[str, Any] | None) -> Iterator[Any]:
+    """Start the run's RDP bridge (None when this is no RDP run); stop it whatever happens.
+
+    FreeRDP's output goes to the run folder's ``freerdp.log``.
+    """
+    options = options_from(args, saved)
+    if options is None:
+        yield None
+        return
+    from vnc_use.desktops.rdp import RdpBridge
+
+    if args.command == "run" and not args.thread_id:
+        args.thread_id = uuid.uuid4().hex[:12]
+    log_path = Path(args.runs_dir) / args.thread_id / "freerdp.log"
+    bridge = RdpBridge(options, config.rdp_password(), log_path=log_path)
+    with bridge:
+        args.vnc = bridge.server
+        args.bridge_password = bridge.vnc_password
+        yield bridge
+
+
+def agent_kwargs(bridge: Any) -> dict[str, Any]:
+    """What the agent needs to run on the bridge (its VNC password is random, per bridge)."""
+    from vnc_use.desktops.keyboard import RDP_KEYBOARD
+
+    return {
+        "vnc_server": bridge.server,
+        "vnc_password": bridge.vnc_password,
+        "keyboard": RDP_KEYBOARD,
+        "rdp": bridge.describe(),
+        "lost_reason": lambda: bridge.ended,
+        "reconnect_window_s": 0.0,
+    }
