@@ -139,8 +139,10 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def _grid(point: tuple[int, int], size: tuple[int, int]) -> dict[str, int]:
-    return {"x": round(point[0] * 1000 / size[0]), "y": round(point[1] * 1000 / size[1])}
+def _call(name: str, point: tuple[int, int], size: tuple[int, int], **args: Any) -> Any:
+    """A model call aimed at ``point`` (screen pixels) on the 0-999 grid."""
+    x, y = (round(v * 1000 / s) for v, s in zip(point, size, strict=True))
+    return FunctionCallSpec(name, x=x, y=y, **args)
 
 
 def _files_containing(root: Path, secret: bytes) -> list[Path]:
@@ -166,14 +168,10 @@ def test_four_steps_over_rdp_with_nla(
     click = rdp_probe.canvas_point()
     entry = rdp_probe.entry_center
     gemini.script(
-        Reply.calls(FunctionCallSpec("click_at", **_grid(click, size))),
-        Reply.calls(
-            FunctionCallSpec("type_text_at", **_grid(entry, size), text=TYPED, press_enter=True)
-        ),
+        Reply.calls(_call("click_at", click, size)),
+        Reply.calls(_call("type_text_at", entry, size, text=TYPED, press_enter=True)),
         Reply.calls(FunctionCallSpec("key_combination", keys="control+a")),
-        Reply.calls(
-            FunctionCallSpec("scroll_at", **_grid(click, size), direction="down", magnitude=200)
-        ),
+        Reply.calls(_call("scroll_at", click, size, direction="down", magnitude=200)),
         Reply.text("All four done."),
     )
     runs = tmp_path / "runs"
@@ -302,7 +300,7 @@ def test_session_ended_mid_run_is_resumable_with_a_new_bridge(
                 server.stop_server()
                 time.sleep(2.0)
             if index <= 1:
-                return Reply.calls(FunctionCallSpec("click_at", **_grid(click, size)))
+                return Reply.calls(_call("click_at", click, size))
             return Reply.text("Clicked.")
 
         gemini.script(script)

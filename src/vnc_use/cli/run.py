@@ -10,16 +10,19 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vnc_use import config
-from vnc_use.agent.state import RunResult
 from vnc_use.cli import desktop as desktop_commands
 from vnc_use.cli import progress
 from vnc_use.cli import rdp as rdp_commands
 from vnc_use.cli.common import EXIT_CODES, EXIT_ERROR, add_runs_dir
 from vnc_use.desktops.region import ScreenRegion
 from vnc_use.errors import ConfigError
+
+if TYPE_CHECKING:  # langgraph is imported when a run starts, not before (an RDP bridge
+    # reports an unreachable server within --connect-timeout of the command starting)
+    from vnc_use.agent.state import RunResult
 
 
 def _common(p: argparse.ArgumentParser) -> None:
