@@ -373,3 +373,45 @@ def test_untypeable_characters_are_named_and_chunks_split_repeated_keys() -> Non
     RDP_KEYBOARD.refuse_untypeable(string.printable.replace("\x0b", "").replace("\x0c", ""))
     assert RDP_KEYBOARD.chunks("Mississippi") == ["Mis", "sis", "sip", "pi"]
     assert RDP_KEYBOARD.chunks(":;lL") == [":", ";l", "L"]
+
+
+def test_kept_bridge_serves_runs_and_the_live_view(
+    rdp_probe: Probe, open_rdp: RdpShadowServer, gemini: GeminiStandIn, tmp_path: Path
+) -> None:
+    """``vnc-use desktop rdp HOST``: up across commands, used by ``run --rdp HOST`` (which
+    leaves it up), shown by ``vnc-use view`` and ``desktop status``, stopped by ``down``."""
+    env = _env(tmp_path)
+    up = Watched(["desktop", "rdp", open_rdp.address], env, None)
+    assert up.returncode == 0, up.stdout + up.stderr
+    assert f"rdp://{open_rdp.address} (via FreeRDP)" in up.stdout
+    state = json.loads((tmp_path / "rdp-state" / "bridge" / "state.json").read_text())
+    pids = [p["pid"] for p in state["processes"]]
+    try:
+        status = Watched(["desktop", "status"], env, None)
+        assert status.returncode == 0 and "RDP bridge: running" in status.stdout
+        size = rdp_probe.size
+        gemini.script(Reply.calls(_call("click_at", rdp_probe.canvas_point(), size)))
+        gemini.extend(Reply.text("Clicked."))
+        args = ["run", "--rdp", open_rdp.address, "--task", "Click"]
+        run = Watched([*args, "--runs-dir", str(tmp_path / "runs")], env, None)
+        assert run.returncode == 0, run.stdout + run.stderr
+        rdp_probe.log.wait_type("press")
+        assert not any("xfreerdp" in n for n in run.children.values())  # no bridge of its own
+        assert all(Path(f"/proc/{pid}").exists() for pid in pids)  # the kept one stays up
+        view = subprocess.Popen(
+            [*CLI, "view", "--vnc", state["server"], "--port", "0"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert view.stdout is not None
+            assert "live view (view only): http://127.0.0.1:" in view.stdout.readline()
+        finally:
+            view.terminate()
+            view.wait(timeout=10)
+    finally:
+        down = Watched(["desktop", "down"], env, None)
+    assert down.returncode == 0 and "RDP bridge stopped" in down.stdout
+    assert not any(Path(f"/proc/{pid}").exists() and _state(pid) != "Z" for pid in pids)

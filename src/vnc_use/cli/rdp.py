@@ -18,7 +18,16 @@ from vnc_use import config
 from vnc_use.desktops.local import parse_size
 from vnc_use.errors import ConfigError
 
-__all__ = ["add_options", "agent_kwargs", "bridge_for_run", "options_from"]
+__all__ = [
+    "add_options",
+    "agent_kwargs",
+    "bridge_for_run",
+    "command_rdp",
+    "down_lines",
+    "options_from",
+    "register_desktop_rdp",
+    "status_lines",
+]
 
 
 def add_options(p: argparse.ArgumentParser, *, default_help: str) -> None:
@@ -86,7 +95,15 @@ def bridge_for_run(args: argparse.Namespace, saved: dict[str, Any] | None) -> It
         yield None
         return
     from vnc_use.desktops.rdp import RdpBridge
+    from vnc_use.desktops.rdp_kept import KeptRdpBridge
 
+    kept = KeptRdpBridge()
+    state = kept.running_for(options.target)
+    if state is not None:  # `vnc-use desktop rdp HOST` keeps one up: use it, leave it up
+        args.vnc = state["server"]
+        args.bridge_password = kept.password()
+        yield _KeptInUse(kept, state)
+        return
     if args.command == "run" and not args.thread_id:
         args.thread_id = uuid.uuid4().hex[:12]
     log_path = Path(args.runs_dir) / args.thread_id / "freerdp.log"
@@ -109,3 +126,83 @@ def agent_kwargs(bridge: Any) -> dict[str, Any]:
         "lost_reason": lambda: bridge.ended,
         "reconnect_window_s": 0.0,
     }
+
+
+class _KeptInUse:
+    """The kept bridge, as a run sees it (what :func:`agent_kwargs` reads)."""
+
+    def __init__(self, kept: Any, state: dict[str, Any]) -> None:
+        self.kept, self.state = kept, state
+        self.server: str = state["server"]
+        self.vnc_password: str = kept.password()
+
+    def describe(self) -> dict[str, Any]:
+        return dict(self.state["rdp"])
+
+    @property
+    def ended(self) -> str | None:
+        if self.kept.status().running:
+            return None
+        return (
+            f"the RDP session of the kept bridge to {self.state['target']} ended (see "
+            f"{self.kept.log_path}); restart it with: vnc-use desktop rdp {self.state['target']}"
+        )
+
+
+# --------------------------------------------------------------------------- desktop rdp
+
+
+def register_desktop_rdp(actions: Any) -> None:
+    """``vnc-use desktop rdp HOST``: a bridge kept up for watching and several runs."""
+    p = actions.add_parser(
+        "rdp", help="keep an RDP bridge up (vnc-use view, several runs; stop: desktop down)"
+    )
+    p.add_argument("host", metavar="HOST[:PORT]", help="the RDP server")
+    p.add_argument("--rdp-user", default=None, metavar="USER", help="default: RDP_USERNAME")
+    p.add_argument("--rdp-domain", default=None, metavar="DOMAIN")
+    p.add_argument("--rdp-size", default=None, metavar="WxH", help="default 1280x800")
+    p.add_argument("--rdp-cert-fingerprint", default=None, metavar="SHA256")
+    p.add_argument("--connect-timeout", type=float, default=None, metavar="S", help="default 5")
+    p.set_defaults(func=command_rdp, rdp=None, vnc=None)
+
+
+def command_rdp(args: argparse.Namespace) -> int:
+    """Start the kept bridge (or report the one that runs)."""
+    from vnc_use.desktops.rdp_kept import KeptRdpBridge
+
+    args.rdp = args.host
+    options = options_from(args, None)
+    kept = KeptRdpBridge()
+    state, started = kept.up(options, config.rdp_password())
+    rdp = state["rdp"]
+    what = "started" if started else "already running"
+    print(f"RDP bridge {what}: {rdp['label']} at {state['server']} (display {state['display']})")
+    if rdp.get("cert_sha256"):
+        print(f"  certificate:      SHA-256 {rdp['cert_sha256']} ({rdp.get('cert_trust')})")
+    print(f"  watch it live:    vnc-use view --vnc {state['server']}")
+    print(f'  give it a task:   vnc-use run --rdp {state["target"]} --task "..."')
+    print(f"  FreeRDP's log:    {kept.log_path}")
+    print("  stop it:          vnc-use desktop down")
+    return 0
+
+
+def status_lines() -> tuple[list[str], bool]:
+    """``desktop status``'s lines about the kept bridge, and whether it runs."""
+    from vnc_use.desktops.rdp_kept import KeptRdpBridge
+
+    status = KeptRdpBridge().status()
+    if status.state is None:
+        return [], False
+    state = status.state
+    how = "running" if status.running else "not running (its session ended; 'desktop down')"
+    lines = [f"RDP bridge: {how}: {state['rdp']['label']} at {state['server']}"]
+    lines += [f"  {name:<8} {'running' if up else 'gone'}" for name, up in status.alive.items()]
+    return lines, status.running
+
+
+def down_lines() -> list[str]:
+    """``desktop down``'s line about the kept bridge (none when there was none)."""
+    from vnc_use.desktops.rdp_kept import KeptRdpBridge
+
+    stopped = KeptRdpBridge().down()
+    return [f"RDP bridge stopped: {', '.join(stopped)}"] if stopped else []

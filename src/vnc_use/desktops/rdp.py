@@ -270,7 +270,9 @@ class RdpBridge(Service):
     After :meth:`start`: :attr:`server` and :attr:`vnc_password` reach it, :attr:`probe` says
     what the server negotiated, :attr:`trust` how its certificate was trusted. ``log_path``
     receives FreeRDP's output. ``detached`` starts the processes in their own sessions so
-    they outlive this process (``vnc-use desktop rdp``); then nothing watches the session.
+    they outlive this process (``vnc-use desktop rdp``), with their files in ``work_dir``;
+    ``xfreerdp`` then runs under a ``sh`` that stops Xvnc when the session ends, so a run on
+    the bridge sees the desktop go away.
     """
 
     def __init__(
@@ -282,6 +284,7 @@ class RdpBridge(Service):
         trust_store: TrustStore | None = None,
         start_timeout: float = 20.0,
         detached: bool = False,
+        work_dir: Path | None = None,
     ) -> None:
         self.options = options
         self._password = password
@@ -289,6 +292,7 @@ class RdpBridge(Service):
         self.trust_store = trust_store or TrustStore(config.rdp_state_dir())
         self.start_timeout = start_timeout
         self.detached = detached
+        self.work_dir = work_dir
         self.probe: RdpProbe | None = None
         self.trust = ""
         self.display = ""
@@ -339,7 +343,11 @@ class RdpBridge(Service):
                 opts.target, self.probe.fingerprint, opts.fingerprint
             )
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._tmp = Path(tempfile.mkdtemp(prefix="vnc-use-rdp-"))
+        if self.detached and self.work_dir is not None:
+            self.work_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            self._tmp = self.work_dir
+        else:
+            self._tmp = Path(tempfile.mkdtemp(prefix="vnc-use-rdp-"))
         try:
             self._start_xvnc(programs)
             self._clear_keypad_parens(programs["xmodmap"])
@@ -359,9 +367,9 @@ class RdpBridge(Service):
             if proc is not None:
                 stop_process(proc)
         self._rdp = self._xvnc = None
-        if self._tmp is not None:
+        if self._tmp is not None and self._tmp != self.work_dir:
             shutil.rmtree(self._tmp, ignore_errors=True)
-            self._tmp = None
+        self._tmp = None
 
     # -- steps ------------------------------------------------------------------------------
     def _env(self) -> dict[str, str]:
@@ -450,6 +458,9 @@ class RdpBridge(Service):
 
     def _start_xfreerdp(self, xfreerdp: str, has_credentials: bool) -> None:
         argv = self._xfreerdp_argv(xfreerdp, has_credentials)
+        if self.detached and self._xvnc is not None:  # the session's end stops Xvnc too
+            script = f'"$@"; s=$?; kill -TERM {self._xvnc.pid} 2>/dev/null; exit $s'
+            argv = ["/bin/sh", "-c", script, "sh", *argv]
         self._rdp = self._popen(argv, subprocess.PIPE)
         assert self._rdp.stdin is not None
         with contextlib.suppress(BrokenPipeError):
