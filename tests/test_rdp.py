@@ -107,8 +107,9 @@ class Watched:
                 if self.secret and self.secret in cmdline:
                     self.leaks.append(cmdline.decode(errors="replace"))
                 ppid = int(stat[stat.rfind(")") + 2 :].split()[1])
-                if ppid == self.proc.pid:
-                    self.children[int(entry.name)] = cmdline.split(b"\0")[0].decode()
+                name = cmdline.split(b"\0")[0].decode()
+                if ppid == self.proc.pid and (name or int(entry.name) not in self.children):
+                    self.children[int(entry.name)] = name  # a zombie's command line is empty
             self.scans += 1
             time.sleep(0.02)
 
