@@ -194,10 +194,9 @@ def _view_target(args: argparse.Namespace) -> tuple[str, int, str, bool, str]:
         if desk.password_for(args.vnc) is not None:  # the managed desktop, by its address
             creds = desk.credentials()
             return host, port, creds.password if interactive else creds.view_password, True, ""
-        # an RDP bridge (this run's, or the kept one): its only password is the full one
-        bridge_pw = getattr(args, "bridge_password", None) or managed_password(args.vnc, desk)
-        if bridge_pw:
-            return host, port, bridge_pw, interactive, args.vnc
+        bridge = getattr(args, "bridge_passwords", None) or _kept_bridge_passwords(args.vnc)
+        if bridge:  # an RDP bridge (this run's, or the kept one): its Xvnc enforces view-only
+            return host, port, bridge[0] if interactive else bridge[1], True, ""
         view_pw = config.vnc_view_password()
         full = getattr(args, "vnc_password", None) or config.vnc_password()
         if not interactive and view_pw:
@@ -215,6 +214,16 @@ def _view_target(args: argparse.Namespace) -> tuple[str, int, str, bool, str]:
     creds = desk.credentials()
     password = creds.password if interactive else creds.view_password
     return "127.0.0.1", state.port, password, True, ""
+
+
+def _kept_bridge_passwords(server: str) -> tuple[str, str] | None:
+    """The full and view-only passwords of the kept RDP bridge when ``server`` is its address."""
+    from vnc_use.desktops.rdp_kept import KeptRdpBridge
+
+    kept = KeptRdpBridge()
+    if kept.password_for(server) is None:
+        return None
+    return kept.password(), kept.password(view_only=True)
 
 
 def _start_view(args: argparse.Namespace, host: str, port: int, password: str) -> Any:

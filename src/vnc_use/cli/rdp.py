@@ -101,7 +101,7 @@ def bridge_for_run(args: argparse.Namespace, saved: dict[str, Any] | None) -> It
     state = kept.running_for(options.target)
     if state is not None:  # `vnc-use desktop rdp HOST` keeps one up: use it, leave it up
         args.vnc = state["server"]
-        args.bridge_password = kept.password()
+        args.bridge_passwords = (kept.password(), kept.password(view_only=True))
         yield _KeptInUse(kept, state)
         return
     if args.command == "run" and not args.thread_id:
@@ -110,7 +110,7 @@ def bridge_for_run(args: argparse.Namespace, saved: dict[str, Any] | None) -> It
     bridge = RdpBridge(options, config.rdp_password(), log_path=log_path)
     with bridge:
         args.vnc = bridge.server
-        args.bridge_password = bridge.vnc_password
+        args.bridge_passwords = (bridge.vnc_password, bridge.view_password)
         yield bridge
 
 

@@ -51,7 +51,7 @@ from vnc_use.desktops.xserver import (
     wait_for_xvnc,
     xvnc_argv,
 )
-from vnc_use.errors import ConfigError, VncConnectionError, VncUseError
+from vnc_use.errors import ConfigError, VncUseError
 
 __all__ = [
     "APT_PACKAGES",
@@ -61,7 +61,6 @@ __all__ = [
     "RdpCertificateError",
     "RdpError",
     "RdpOptions",
-    "RdpSessionEnded",
     "RdpTarget",
     "RdpUnreachableError",
     "TrustStore",
@@ -106,10 +105,6 @@ class RdpAuthError(RdpError):
 
 class RdpCertificateError(RdpError):
     """The server's certificate is not the one pinned or trusted on first use."""
-
-
-class RdpSessionEnded(VncConnectionError):
-    """The RDP session ended or was disconnected while the bridge ran (resumable)."""
 
 
 @dataclass(frozen=True)
@@ -298,6 +293,8 @@ class RdpBridge(Service):
         self.display = ""
         self.port = 0
         self.vnc_password = ""
+        self.view_password = ""
+        """A second password of the bridge's Xvnc that gives view-only access (live views)."""
         self.ended: str | None = None
         """Why the session ended while the bridge ran (None while it runs)."""
         self._tmp: Path | None = None
@@ -393,9 +390,12 @@ class RdpBridge(Service):
     def _start_xvnc(self, programs: dict[str, str]) -> None:
         assert self._tmp is not None
         self.vnc_password = secrets.token_hex(4)
+        self.view_password = secrets.token_hex(4)
+        while self.view_password == self.vnc_password:  # pragma: no cover - 1 in 2**32
+            self.view_password = secrets.token_hex(4)
         passwd = self._tmp / "passwd"
         try:
-            data = vnc_password_file(programs["vncpasswd"], [self.vnc_password])
+            data = vnc_password_file(programs["vncpasswd"], [self.vnc_password, self.view_password])
         except XvncError as exc:
             raise RdpError(str(exc)) from None
         fd = os.open(passwd, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -470,7 +470,8 @@ class RdpBridge(Service):
 
     def _wait_connected(self, xwininfo: str) -> None:
         assert self._rdp is not None
-        deadline = time.monotonic() + self.options.connect_timeout + self.start_timeout
+        allowed = self.options.connect_timeout + self.start_timeout
+        deadline = time.monotonic() + allowed
         while True:
             code = self._rdp.poll()
             if code is not None:
@@ -480,8 +481,7 @@ class RdpBridge(Service):
             if time.monotonic() > deadline:
                 raise RdpError(
                     f"FreeRDP did not show the session of {self.options.target} within "
-                    f"{deadline - time.monotonic() + self.options.connect_timeout:.0f} s; see "
-                    f"{self.log_path}"
+                    f"{allowed:g} s; see {self.log_path}"
                 )
             time.sleep(0.05)
 

@@ -91,10 +91,11 @@ class KeptRdpBridge:
             return status.state
         return None
 
-    def password(self) -> str:
-        """The bridge's VNC password."""
+    def password(self, view_only: bool = False) -> str:
+        """The bridge's VNC password (full, or the view-only one)."""
+        key = "view_password" if view_only else "password"
         try:
-            return str(json.loads(self.credentials_file.read_text("utf-8"))["password"])
+            return str(json.loads(self.credentials_file.read_text("utf-8"))[key])
         except (OSError, ValueError, KeyError):
             raise ConfigError(
                 f"no readable credentials in {self.credentials_file}; restart the bridge: "
@@ -160,7 +161,10 @@ class KeptRdpBridge:
             "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "processes": processes,
         }
-        _write_private(self.credentials_file, json.dumps({"password": bridge.vnc_password}))
+        _write_private(
+            self.credentials_file,
+            json.dumps({"password": bridge.vnc_password, "view_password": bridge.view_password}),
+        )
         _write_private(self.state_file, json.dumps(state, indent=2))
         return state
 
