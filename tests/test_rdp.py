@@ -173,6 +173,7 @@ def test_four_steps_over_rdp_with_nla(
         Reply.calls(_call("type_text_at", entry, size, text=TYPED, press_enter=True)),
         Reply.calls(FunctionCallSpec("key_combination", keys="control+a")),
         Reply.calls(_call("scroll_at", click, size, direction="down", magnitude=200)),
+        Reply.calls(_call("type_text_at", entry, size, text="café Grüße")),
         Reply.text("All four done."),
     )
     runs = tmp_path / "runs"
@@ -190,6 +191,11 @@ def test_four_steps_over_rdp_with_nla(
     keys = rdp_probe.log.events("key")
     assert any(k["keysym"] == "a" and k["state"] & 4 for k in keys), keys[-5:]
     rdp_probe.log.wait_for(lambda e: e["type"] == "wheel", what="a wheel notch")
+    # text the RDP link cannot type: one clear line in the step's result, nothing typed
+    refused = gemini.function_responses(gemini.requests[-1])[-1]
+    assert refused["name"] == "type_text_at"
+    assert "cannot type 'ß' 'é' 'ü'" in refused["response"]["error"]
+    assert not any("caf" in e.get("text", "") for e in rdp_probe.log.events("text"))
     # what the run says about the desktop
     label = f"rdp://{nla_rdp.address} (via FreeRDP)"
     saved = json.loads((runs / "r1" / "run.json").read_text())
