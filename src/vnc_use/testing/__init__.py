@@ -18,6 +18,8 @@
 * ``vnc_use.testing.wayland`` starts headless sway with wayvnc (with or without its
   user/password and a throw-away certificate) and a terminal whose typed lines tests read
   (``python -m vnc_use.testing.wayland --help``).
+* ``vnc_use.testing.rdp_shadow`` starts FreeRDP's shadow server on an X screen (without
+  authentication, or with NLA and a user/password), the RDP server the ``--rdp`` tests use.
 
 This package module imports nothing heavy; import the submodules you need
 (``FakeDesktop`` and ``OpenAIStandIn`` are loaded on first use).
