@@ -24,6 +24,9 @@ APT_PACKAGES=(
   wayvnc                      # the Wayland VNC server tested with and without its password
   foot                        # a Wayland terminal the wayvnc tests type into
   postgresql                  # the Postgres checkpointer tests start a throw-away cluster (initdb, postgres)
+  freerdp2-x11                # xfreerdp: the RDP bridge of --rdp (Windows and other RDP desktops)
+  freerdp2-shadow-x11         # freerdp-shadow-cli: the RDP server the --rdp tests connect to
+  winpr-utils                 # winpr-hash: the NLA password file of that test server
   python3-venv
 )
 

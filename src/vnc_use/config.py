@@ -23,6 +23,10 @@ variable                     what it sets
 ``VNC_PASSWORD``             the VNC password (``--vnc-password`` shows in the process list)
 ``VNC_USERNAME``             the user name of servers that ask for one (macOS, VeNCrypt Plain)
 ``VNC_VIEW_PASSWORD``        the view-only password ``vnc-use view`` may use
+``RDP_USERNAME``             the user name of an RDP server (``--rdp-user`` wins)
+``RDP_PASSWORD``             the RDP password (there is no flag: argv is visible to all)
+``VNC_USE_RDP_DIR``          where RDP certificates trusted on first use and the kept-up
+                             RDP bridge (``vnc-use desktop rdp``) are recorded
 ``VNC_USE_SECRET_<NAME>``    the value typed for ``{{NAME}}`` (``--sensitive NAME``)
 ``VNC_USE_DESKTOP_DIR``      where the local desktop keeps its state
 ``XDG_STATE_HOME``           the default parent of that folder (``~/.local/state``)
@@ -58,6 +62,9 @@ __all__ = [
     "novnc_dir",
     "openai_api_key",
     "openai_base_url",
+    "rdp_password",
+    "rdp_state_dir",
+    "rdp_username",
     "secret_values",
     "sensitive_value",
     "vnc_password",
@@ -88,6 +95,7 @@ _SECRET_VARIABLES = (
     "VNC_PASSWORD",
     "VNC_VIEW_PASSWORD",
     "PGPASSWORD",  # libpq's own: the database password when the URL holds none
+    "RDP_PASSWORD",
 )
 
 
@@ -165,6 +173,26 @@ def vnc_username() -> str | None:
 def vnc_view_password() -> str | None:
     """``VNC_VIEW_PASSWORD``."""
     return _get("VNC_VIEW_PASSWORD")
+
+
+def rdp_username() -> str | None:
+    """``RDP_USERNAME``."""
+    return _get("RDP_USERNAME")
+
+
+def rdp_password() -> str | None:
+    """``RDP_PASSWORD`` (never a flag: a command line is visible to every user)."""
+    return os.environ.get("RDP_PASSWORD") or None
+
+
+def rdp_state_dir() -> Path:
+    """Where RDP certificates trusted on first use and the kept-up bridge live:
+    ``$VNC_USE_RDP_DIR``, else ``$XDG_STATE_HOME/vnc-use/rdp``, else ``~/.local/state/...``."""
+    override = _get("VNC_USE_RDP_DIR")
+    if override:
+        return Path(override).expanduser()
+    base = _get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base).expanduser() / "vnc-use" / "rdp"
 
 
 def sensitive_value(name: str) -> tuple[str, str | None]:

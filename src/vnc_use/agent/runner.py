@@ -39,6 +39,7 @@ from vnc_use.agent.storage import CHECKPOINT_DB, open_storage, storage_for_check
 from vnc_use.agent.stream import to_custom_stream
 from vnc_use.desktops.address import parse_server
 from vnc_use.desktops.base import Desktop
+from vnc_use.desktops.keyboard import KeyboardLimits
 from vnc_use.desktops.region import ScreenRegion
 from vnc_use.desktops.rfb_security import Security
 from vnc_use.errors import (
@@ -113,6 +114,10 @@ class VncUseAgent:
     not be given. ``run.json`` then records ``"desktop"`` (the class name) and no VNC
     address. Without ``desktop``, the server is ``vnc_server`` (default
     ``localhost::5901``).
+
+    Behind an RDP bridge (:mod:`vnc_use.desktops.rdp`), ``keyboard`` gives the limits of its
+    keyboard path, ``rdp`` its settings (run.json then names ``rdp://HOST:PORT (via
+    FreeRDP)``) and ``lost_reason`` says when the RDP session ended.
     """
 
     def __init__(
@@ -151,6 +156,9 @@ class VncUseAgent:
         connect_timeout: float = 5.0,
         screen_region: str | ScreenRegion | None = None,
         desktop: Desktop | None = None,
+        keyboard: KeyboardLimits | None = None,
+        rdp: Mapping[str, Any] | None = None,
+        lost_reason: Callable[[], str | None] | None = None,
     ) -> None:
         self.settings = _settings(
             settings,
@@ -187,6 +195,14 @@ class VncUseAgent:
             ScreenRegion.parse(screen_region) if isinstance(screen_region, str) else screen_region
         )
         self.screen_size = screen_size
+        #: Limits of the keyboard path behind the VNC server (the RDP bridge's), if any.
+        self.keyboard = keyboard
+        #: The RDP connection behind the VNC server (an RDP bridge's settings, no secrets):
+        #: run.json and the events then name ``rdp://HOST:PORT (via FreeRDP)``.
+        self.rdp = dict(rdp) if rdp else None
+        #: Says why the desktop went away for good (the RDP bridge: the session ended), so
+        #: the run ends at once with that reason instead of waiting to reconnect.
+        self.lost_reason = lost_reason
         self.runs_dir = Path(runs_dir)
         # The user's own keep_screenshots (argument, else a settings= given) wins; else the
         # planner's own (3 for Gemini, 2 for openai-compatible).
@@ -273,6 +289,7 @@ class VncUseAgent:
                 self._controller.disconnect()
             controller = VNCController(connect_timeout=self.connect_timeout)
             controller.screen_region = self.screen_region
+            controller.keyboard = self.keyboard
             self._controller = controller.connect(
                 self.vnc_server,
                 self._vnc_password,
@@ -320,7 +337,7 @@ class VncUseAgent:
                 "started": time.time(),
             },
         )
-        started = {k: where[k] for k in ("desktop", "vnc_server", "security") if k in where}
+        started = {k: where[k] for k in ("desktop", "vnc_server", "security", "rdp") if k in where}
         folder.event("run_started", thread_id=thread_id, task=task, **started)
         initial: CUAState = {
             "task": task,
@@ -423,6 +440,12 @@ class VncUseAgent:
         if self.vnc_server is None:
             return {"desktop": type(desktop).__name__}
         security = self._controller.security if self._controller is not None else None
+        if self.rdp is not None:  # an RDP bridge: the RDP server is the desktop
+            return {
+                "vnc_server": self.rdp.get("label", self.vnc_server),
+                "rdp": self.rdp,
+                "connect_timeout": self.connect_timeout,
+            }
         return {
             "vnc_server": self.vnc_server,
             "vnc_username": self.vnc_username,
@@ -563,8 +586,13 @@ class VncUseAgent:
                 if deadline is None:
                     deadline = time.monotonic() + self.reconnect_window_s
                 folder.event("connection_lost", message=str(exc))
-                if self.vnc_server is None:  # a given desktop: nothing to reconnect to
-                    error = f"{exc}. The run is saved: continue it with resume({thread_id!r})"
+                gone = self.lost_reason() if self.lost_reason is not None else None
+                if self.vnc_server is None or gone:  # nothing to reconnect to
+                    error = (
+                        f"{gone}. The run is saved: continue it with 'vnc-use resume {thread_id}'"
+                        if gone
+                        else f"{exc}. The run is saved: continue it with resume({thread_id!r})"
+                    )
                     folder.event("error", message=error, kind=type(exc).__name__)
                     break
                 if self._reconnect(deadline, folder):

@@ -15,6 +15,7 @@ from types import FrameType
 from typing import Any, TextIO
 
 from vnc_use import config
+from vnc_use.cli import rdp as rdp_commands
 from vnc_use.cli.common import EXIT_DONE, EXIT_ERROR
 from vnc_use.desktops.local import BROWSERS, ENV_STATE_DIR, DesktopState, LocalDesktop, parse_size
 from vnc_use.errors import ConfigError
@@ -69,6 +70,7 @@ def register(sub: Any) -> None:
     down = actions.add_parser("down", help="stop the local desktop")
     _state_dir_option(down)
     down.set_defaults(func=command_down)
+    rdp_commands.register_desktop_rdp(actions)
 
     view = sub.add_parser("view", help="watch the desktop live in a browser (noVNC)")
     view.add_argument(
@@ -137,9 +139,12 @@ def command_status(args: argparse.Namespace) -> int:
     """``vnc-use desktop status``: exit code 0 when the desktop runs, 1 when it does not."""
     desk = _desktop(args)
     status = desk.status()
+    bridge_lines, bridge_up = rdp_commands.status_lines()
+    for line in bridge_lines:
+        print(line)
     if status.state is None:
         print(f"local desktop: not running (no state in {desk.state_dir})")
-        return EXIT_ERROR
+        return EXIT_DONE if bridge_up else EXIT_ERROR
     if not status.running:
         print("local desktop: not running (its Xvnc is gone; 'vnc-use desktop down' cleans up)")
     else:
@@ -157,6 +162,8 @@ def command_status(args: argparse.Namespace) -> int:
 def command_down(args: argparse.Namespace) -> int:
     """``vnc-use desktop down``: stop exactly the processes the desktop started."""
     desk = _desktop(args)
+    for line in rdp_commands.down_lines():
+        print(line)
     stopped = desk.down()
     if stopped:
         names = ", ".join(f"{r.name} ({r.pid})" for r in stopped)
@@ -184,10 +191,12 @@ def _view_target(args: argparse.Namespace) -> tuple[str, int, str, bool, str]:
     if args.vnc:
         host, port = parse_server(args.vnc)
         desk = LocalDesktop(getattr(args, "state_dir", None))
-        full = managed_password(args.vnc, desk)
-        if full is not None:  # the managed desktop, named by its address
+        if desk.password_for(args.vnc) is not None:  # the managed desktop, by its address
             creds = desk.credentials()
             return host, port, creds.password if interactive else creds.view_password, True, ""
+        bridge = getattr(args, "bridge_passwords", None) or _kept_bridge_passwords(args.vnc)
+        if bridge:  # an RDP bridge (this run's, or the kept one): its Xvnc enforces view-only
+            return host, port, bridge[0] if interactive else bridge[1], True, ""
         view_pw = config.vnc_view_password()
         full = getattr(args, "vnc_password", None) or config.vnc_password()
         if not interactive and view_pw:
@@ -205,6 +214,16 @@ def _view_target(args: argparse.Namespace) -> tuple[str, int, str, bool, str]:
     creds = desk.credentials()
     password = creds.password if interactive else creds.view_password
     return "127.0.0.1", state.port, password, True, ""
+
+
+def _kept_bridge_passwords(server: str) -> tuple[str, str] | None:
+    """The full and view-only passwords of the kept RDP bridge when ``server`` is its address."""
+    from vnc_use.desktops.rdp_kept import KeptRdpBridge
+
+    kept = KeptRdpBridge()
+    if kept.password_for(server) is None:
+        return None
+    return kept.password(), kept.password(view_only=True)
 
 
 def _start_view(args: argparse.Namespace, host: str, port: int, password: str) -> Any:
@@ -268,10 +287,13 @@ def command_view(args: argparse.Namespace) -> int:
 
 
 def managed_password(server: str | None, desk: LocalDesktop | None = None) -> str | None:
-    """The managed desktop's full password when ``server`` is its address, else None."""
+    """The managed desktop's full password when ``server`` is its address (or the kept RDP
+    bridge's password when it is that bridge's), else None."""
     if not server:
         return None
-    return (desk or LocalDesktop()).password_for(server)
+    from vnc_use.desktops.rdp_kept import KeptRdpBridge
+
+    return (desk or LocalDesktop()).password_for(server) or KeptRdpBridge().password_for(server)
 
 
 def use_local_desktop(args: argparse.Namespace) -> None:

@@ -54,6 +54,24 @@ def _security(security: Any) -> Segments:
     return [(f" ({security['name']}, {state})", "green" if encrypted else "yellow")]
 
 
+_TRUST = {
+    "first use": "trusted on first use",
+    "known": "as trusted before",
+    "pinned": "pinned",
+}
+
+
+def _rdp(rdp: Any) -> Segments:
+    """`` (RDP NLA, certificate SHA-256 ab:cd:..., trusted on first use)``."""
+    if not isinstance(rdp, dict):
+        return []
+    parts = [f"RDP {rdp.get('protocol') or '?'}"]
+    if rdp.get("cert_sha256"):
+        trust = _TRUST.get(str(rdp.get("cert_trust")), str(rdp.get("cert_trust")))
+        parts.append(f"certificate SHA-256 {rdp['cert_sha256']}, {trust}")
+    return [(f" ({', '.join(parts)})", "green" if rdp.get("cert_sha256") else "yellow")]
+
+
 class LineFormatter:
     """Turns events into lines; remembers the latency of the model answer behind each step."""
 
@@ -68,7 +86,7 @@ class LineFormatter:
                 ("run ", ""),
                 (str(e.get("thread_id")), "bold"),
                 (f" on {e.get('vnc_server')}", ""),
-                *_security(e.get("security")),
+                *(_rdp(e["rdp"]) if e.get("rdp") else _security(e.get("security"))),
                 (": ", ""),
                 (str(e.get("task", "")), "bold"),
             ]

@@ -10,19 +10,23 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from vnc_use import config
 from vnc_use.agent.lease import DEFAULT_LEASE_TIMEOUT
-from vnc_use.agent.state import RunResult
 from vnc_use.cli import desktop as desktop_commands
 from vnc_use.cli import progress
+from vnc_use.cli import rdp as rdp_commands
 from vnc_use.cli import server as server_commands
 from vnc_use.cli.common import EXIT_CODES, EXIT_ERROR, add_runs_dir
 from vnc_use.desktops.region import ScreenRegion
 from vnc_use.errors import ConfigError
 from vnc_use.replay.compare import DEFAULT_TOLERANCE
+
+if TYPE_CHECKING:  # langgraph is imported when a run starts, not before (an RDP bridge
+    # reports an unreachable server within --connect-timeout of the command starting)
+    from vnc_use.agent.state import RunResult
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -123,6 +127,7 @@ def register(sub: Any) -> None:
         metavar="HOST::PORT",
         help="VNC server address (default: the local desktop, started when needed)",
     )
+    rdp_commands.add_options(run, default_help="instead of --vnc")
     run.add_argument("--view", action="store_true", help="serve a live view while it runs")
     run.add_argument(
         "--screen-region",
@@ -242,6 +247,7 @@ def register(sub: Any) -> None:
         p = sub.add_parser(name, help=text)
         p.add_argument("thread_id", metavar="ID")
         p.add_argument("--vnc", default=None, metavar="HOST::PORT", help="default: the run's own")
+        rdp_commands.add_options(p, default_help="default: the run's own (a new bridge)")
         _common(p)
         server_commands.add_server_options(p)
         p.set_defaults(func=command)
@@ -297,9 +303,11 @@ def command(args: argparse.Namespace) -> int:
         return server_commands.command(args)
     if getattr(args, "screen_region", None) is not None:  # a bad one fails before anything
         ScreenRegion.parse(args.screen_region)
-    desktop_commands.use_local_desktop(args)  # no --vnc: the local desktop
-    with desktop_commands.live_view_for_run(args):
-        result = _drive(args)
+    saved = None if args.command == "run" else _run_settings(args)
+    with rdp_commands.bridge_for_run(args, saved) as bridge:
+        desktop_commands.use_local_desktop(args)  # no --vnc, no --rdp: the local desktop
+        with desktop_commands.live_view_for_run(args):
+            result = _drive(args, saved, bridge)
     if not args.json:  # with --json the run_ended / run_paused event says it all
         _report(result)
     # an error or a safety block: once, on stderr, whatever the output mode
@@ -362,7 +370,7 @@ def _run_settings(args: argparse.Namespace) -> dict[str, Any]:
     return saved
 
 
-def _make_agent(args: argparse.Namespace, saved: dict[str, Any] | None) -> Any:
+def _make_agent(args: argparse.Namespace, saved: dict[str, Any] | None, bridge: Any) -> Any:
     from vnc_use.agent import VncUseAgent
     from vnc_use.providers.registry import planner_from_settings
 
@@ -394,6 +402,8 @@ def _make_agent(args: argparse.Namespace, saved: dict[str, Any] | None) -> Any:
         "checkpointer": _checkpointer(args, saved),
         "lease_timeout": args.lease_timeout,
     }
+    if bridge is not None:
+        kwargs.update(rdp_commands.agent_kwargs(bridge))
     if args.command == "run":
         kwargs.update(
             screen_region=args.screen_region,
@@ -506,9 +516,8 @@ def _stop_on_ctrl_c(agent: Any) -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def _drive(args: argparse.Namespace) -> RunResult:
-    saved = None if args.command == "run" else _run_settings(args)
-    with _make_agent(args, saved) as agent, _stop_on_ctrl_c(agent):
+def _drive(args: argparse.Namespace, saved: dict[str, Any] | None, bridge: Any) -> RunResult:
+    with _make_agent(args, saved, bridge) as agent, _stop_on_ctrl_c(agent):
         if args.command == "run":
             result: RunResult = agent.run(task=args.task, thread_id=args.thread_id)
         elif args.command == "approve":

@@ -15,14 +15,16 @@ import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from vnc_use.agent.spec import RunSpec
-from vnc_use.agent.state import RunResult
 from vnc_use.cli import progress
 from vnc_use.cli.common import EXIT_CODES, EXIT_DONE, EXIT_ERROR
 from vnc_use.errors import ConfigError
 from vnc_use.status import RunStatus
+
+if TYPE_CHECKING:  # langgraph is imported when a command needs it, not at start-up
+    from vnc_use.agent.spec import RunSpec
+    from vnc_use.agent.state import RunResult
 
 __all__ = ["GRAPH_ID", "add_server_options", "command", "runs_command"]
 
@@ -85,6 +87,8 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
         )
     if not args.vnc:
         raise ConfigError("--server needs --vnc HOST::PORT: the desktop the server connects to")
+    from vnc_use.agent.spec import RunSpec
+
     spec = RunSpec(
         vnc_server=args.vnc,
         vnc_password_env=args.vnc_password_env,
@@ -182,6 +186,8 @@ def outcome(client: Any, tid: str) -> RunResult:
         status, pending = RunStatus.AWAITING_APPROVAL, dict(interrupts[0]["value"])
     elif status == RunStatus.RUNNING:
         status, error = RunStatus.ERROR, f"the run stopped before finishing: vnc-use resume {tid}"
+    from vnc_use.agent.state import RunResult
+
     return RunResult(
         status=status,
         thread_id=tid,

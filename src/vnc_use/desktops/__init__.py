@@ -10,7 +10,11 @@
 - :mod:`~vnc_use.desktops.local`, :mod:`~vnc_use.desktops.liveview` -- the local desktop
   (``vnc-use desktop``) and its live view; :mod:`~vnc_use.desktops.xserver` -- the Xvnc
   start-up, ports and displays it shares with the test desktops; :mod:`~vnc_use.desktops.service`
-  -- the start/stop context manager of servers and desktops.
+  -- the start/stop context manager of servers and desktops;
+- :mod:`~vnc_use.desktops.rdp` -- RDP desktops through a private FreeRDP bridge (``--rdp``),
+  with :mod:`~vnc_use.desktops.rdp_probe` (the certificate and security check before FreeRDP
+  starts), :mod:`~vnc_use.desktops.rdp_kept` (``vnc-use desktop rdp``) and
+  :mod:`~vnc_use.desktops.keyboard` (what a scancode-only keyboard path can type).
 
 This package module imports nothing heavy.
 """

@@ -31,6 +31,7 @@ import logging
 import operator
 import struct
 import threading
+import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -58,6 +59,7 @@ from zope.interface import implementer
 
 from vnc_use.desktops.address import parse_server
 from vnc_use.desktops.base import CaptureRule, Settled
+from vnc_use.desktops.keyboard import KeyboardLimits
 from vnc_use.desktops.png import encode_png
 from vnc_use.desktops.region import ScreenRegion, check_framebuffer
 from vnc_use.desktops.rfb_security import (
@@ -892,6 +894,9 @@ class VNCController:
 
     #: The framebuffer rectangle that is the screen (None: the whole framebuffer).
     screen_region: ScreenRegion | None = None
+    #: Limits of the keyboard path behind the server (the RDP bridge's: ASCII only, a pause
+    #: before pressing a key again); None: any Unicode, at full speed.
+    keyboard: KeyboardLimits | None = None
 
     def __init__(self, *, timeout: float = 10.0, connect_timeout: float = 5.0) -> None:
         if timeout <= 0 or connect_timeout <= 0:
@@ -1273,13 +1278,23 @@ class VNCController:
         ``clear_first`` sends ctrl+a then BackSpace (select all, delete); ``press_enter``
         sends Return after the text.
         """
+        limits = self.keyboard
+        if limits is not None:
+            limits.refuse_untypeable(text)
         events: list[tuple[int, bool]] = []
         if clear_first:
             ctrl, a, bsp = _keysym("ctrl"), _keysym("a"), _keysym("bsp")
             events += [(ctrl, True), (a, True), (a, False), (ctrl, False)]
             events += [(bsp, True), (bsp, False)]
-        for sym in _text_keysyms(text):
-            events += [(sym, True), (sym, False)]
+        parts = [text] if limits is None else limits.chunks(text)
+        for i, part in enumerate(parts):
+            if i and limits is not None:  # the same key again: let its release land first
+                self._keys(events, "typing")
+                events = []
+                self.round_trip()
+                time.sleep(limits.repeat_gap)
+            for sym in _text_keysyms(part):
+                events += [(sym, True), (sym, False)]
         if press_enter:
             ret = _keysym("enter")
             events += [(ret, True), (ret, False)]

@@ -1,11 +1,12 @@
 """A recorded run read back as the actions to replay.
 
 A run says what was performed: its journal (in the checkpoint database) has a ``done`` record
-for every action the desktop is known to have received (a denied call never reaches it, a refused turn never
-gets there, an action whose outcome is unknown has no ``done``), and ``events.jsonl`` has each
-step's ``action`` event with the call (0-999 grid coordinates, sensitive text as its
-``{{name}}`` placeholder, never the value), the real screen size and the screenshot after it.
-Both are written by every provider alike, so a run replays whoever recorded it.
+for every action the desktop is known to have received (a denied call never reaches it, a
+refused turn never gets there, an action whose outcome is unknown has no ``done``), and
+``events.jsonl`` has each step's ``action`` event with the call (0-999 grid coordinates,
+sensitive text as its ``{{name}}`` placeholder, never the value), the real screen size and the
+screenshot after it. Both are written by every provider alike, so a run replays whoever recorded
+it.
 
 The screenshot *before* a step is the one the model saw when it proposed it: the screenshot
 after the previous step, or the first observation.

@@ -29,6 +29,8 @@
 * ``vnc_use.testing.postgres`` starts a throw-away PostgreSQL cluster (Debian's ``postgresql``
   package) on 127.0.0.1 with a random password, as a non-root user when run as root
   (``python -m vnc_use.testing.postgres``).
+* ``vnc_use.testing.rdp_shadow`` starts FreeRDP's shadow server on an X screen (without
+  authentication, or with NLA and a user/password), the RDP server the ``--rdp`` tests use.
 
 This package module imports nothing heavy; import the submodules you need
 (``FakeDesktop`` and ``OpenAIStandIn`` are loaded on first use).

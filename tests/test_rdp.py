@@ -1,0 +1,424 @@
+"""``--rdp``: runs on RDP desktops through the FreeRDP bridge (issue 25).
+
+Real servers on 127.0.0.1: FreeRDP's shadow server shares an Xvfb screen with the probe app
+(the screen x11vnc also serves), once without authentication (TLS) and once with NLA (a SAM
+file written by winpr-hash). The CLI runs in subprocesses as a user would; the probe's event
+log is the truth for clicks, keys, text and the wheel.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import string
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vnc_use.desktops.keyboard import RDP_KEYBOARD
+from vnc_use.desktops.rdp import RdpTarget, TrustStore, parse_fingerprint
+from vnc_use.desktops.rdp_probe import colon_hex
+from vnc_use.errors import ConfigError
+from vnc_use.testing.gemini_standin import FunctionCallSpec, GeminiStandIn, Reply
+from vnc_use.testing.rdp_shadow import RdpShadowServer
+from vnc_use.testing.x11vnc import X11vncDesktop
+
+from cli_tools import CLI
+from desktop_fixtures import Probe, _fresh, start_probe
+
+pytestmark = pytest.mark.desktop
+
+USER, PASSWORD = "alice", "Rdp-Pa55word!x"
+ASCII = "".join(chr(c) for c in range(32, 127))
+TYPED = ASCII + " Mississippi bookkeeper 1100"
+
+
+@pytest.fixture(scope="module")
+def screen() -> Iterator[X11vncDesktop]:
+    """One Xvfb screen (1280x800, the default RDP size) that x11vnc and the RDP servers share."""
+    with X11vncDesktop(1280, 800) as desk:
+        yield desk
+
+
+@pytest.fixture(scope="module")
+def module_probe(screen: X11vncDesktop, tmp_path_factory: pytest.TempPathFactory) -> Probe:
+    return start_probe(screen, str(tmp_path_factory.mktemp("probe") / "events.jsonl"))
+
+
+@pytest.fixture
+def rdp_probe(module_probe: Probe) -> Probe:
+    return _fresh(module_probe)
+
+
+@pytest.fixture(scope="module")
+def open_rdp(screen: X11vncDesktop) -> Iterator[RdpShadowServer]:
+    with RdpShadowServer(screen.display) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def nla_rdp(screen: X11vncDesktop) -> Iterator[RdpShadowServer]:
+    with RdpShadowServer(screen.display, user=USER, password=PASSWORD) as server:
+        yield server
+
+
+class Watched:
+    """A CLI subprocess, with /proc scanned while it runs: the bridge processes it started
+    (children named Xvnc/xfreerdp/stdbuf) and any command line holding the password."""
+
+    def __init__(self, args: list[str], env: dict[str, str], secret: str | None) -> None:
+        self.started = time.monotonic()
+        self.proc = subprocess.Popen(
+            CLI + args,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.secret = secret.encode() if secret else None
+        self.children: dict[int, str] = {}
+        self.leaks: list[str] = []
+        self.scans = 0
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._scan, daemon=True)
+        self._thread.start()
+        self.stdout, self.stderr = self.proc.communicate(timeout=120)
+        self.seconds = time.monotonic() - self.started
+        self._done.set()
+        self._thread.join()
+
+    def _scan(self) -> None:
+        while not self._done.is_set():
+            for entry in Path("/proc").iterdir():
+                if not entry.name.isdigit():
+                    continue
+                try:
+                    cmdline = (entry / "cmdline").read_bytes()
+                    stat = (entry / "stat").read_text()
+                except OSError:
+                    continue
+                if self.secret and self.secret in cmdline:
+                    self.leaks.append(cmdline.decode(errors="replace"))
+                ppid = int(stat[stat.rfind(")") + 2 :].split()[1])
+                name = cmdline.split(b"\0")[0].decode()
+                if ppid == self.proc.pid and (name or int(entry.name) not in self.children):
+                    self.children[int(entry.name)] = name  # a zombie's command line is empty
+            self.scans += 1
+            time.sleep(0.02)
+
+    @property
+    def returncode(self) -> int:
+        return self.proc.returncode
+
+    def alive_children(self) -> list[str]:
+        return [
+            name
+            for pid, name in self.children.items()
+            if Path(f"/proc/{pid}").exists() and "Z" not in _state(pid)
+        ]
+
+
+def _state(pid: int) -> str:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return "X"
+    return stat[stat.rfind(")") + 2 :].split()[0]
+
+
+def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RDP_")}
+    env["VNC_USE_RDP_DIR"] = str(tmp_path / "rdp-state")
+    env.update(extra)
+    return env
+
+
+def _call(name: str, point: tuple[int, int], size: tuple[int, int], **args: Any) -> Any:
+    """A model call aimed at ``point`` (screen pixels) on the 0-999 grid."""
+    x, y = (round(v * 1000 / s) for v, s in zip(point, size, strict=True))
+    return FunctionCallSpec(name, x=x, y=y, **args)
+
+
+def _files_containing(root: Path, secret: bytes) -> list[Path]:
+    return [p for p in root.rglob("*") if p.is_file() and secret in p.read_bytes()]
+
+
+def _one_line(text: str) -> str:
+    lines = [line for line in text.splitlines() if line.strip()]
+    assert len(lines) == 1, text
+    return lines[0]
+
+
+# --------------------------------------------------------------------------- runs
+
+
+def test_four_steps_over_rdp_with_nla(
+    rdp_probe: Probe, nla_rdp: RdpShadowServer, gemini: GeminiStandIn, tmp_path: Path
+) -> None:
+    """Click, type every printable ASCII character and doubled letters, Ctrl+A, the wheel:
+    all land on the remote screen; the password is in no file, output or command line; the
+    bridge is gone afterwards."""
+    size = rdp_probe.size
+    click = rdp_probe.canvas_point()
+    entry = rdp_probe.entry_center
+    gemini.script(
+        Reply.calls(_call("click_at", click, size)),
+        Reply.calls(_call("type_text_at", entry, size, text=TYPED, press_enter=True)),
+        Reply.calls(FunctionCallSpec("key_combination", keys="control+a")),
+        Reply.calls(_call("scroll_at", click, size, direction="down", magnitude=200)),
+        Reply.calls(_call("type_text_at", entry, size, text="café Grüße")),
+        Reply.text("All four done."),
+    )
+    runs = tmp_path / "runs"
+    args = ["run", "--rdp", nla_rdp.address, "--rdp-user", USER, "--task", "Four steps"]
+    run = Watched(
+        [*args, "--thread-id", "r1", "--runs-dir", str(runs)],
+        _env(tmp_path, RDP_PASSWORD=PASSWORD),
+        PASSWORD,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    # every event landed on the remote screen
+    (press, *_) = rdp_probe.log.events("press")
+    assert abs(press["x"] - click[0]) <= 2 and abs(press["y"] - click[1]) <= 2
+    assert rdp_probe.log.wait_type("submit")["text"] == TYPED
+    keys = rdp_probe.log.events("key")
+    assert any(k["keysym"] == "a" and k["state"] & 4 for k in keys), keys[-5:]
+    rdp_probe.log.wait_for(lambda e: e["type"] == "wheel", what="a wheel notch")
+    # text the RDP link cannot type: one clear line in the step's result, nothing typed
+    refused = gemini.function_responses(gemini.requests[-1])[-1]
+    assert refused["name"] == "type_text_at"
+    assert "cannot type 'ß' 'é' 'ü'" in refused["response"]["error"]
+    assert not any("caf" in e.get("text", "") for e in rdp_probe.log.events("text"))
+    # what the run says about the desktop
+    label = f"rdp://{nla_rdp.address} (via FreeRDP)"
+    saved = json.loads((runs / "r1" / "run.json").read_text())
+    assert saved["vnc_server"] == label and saved["rdp"]["protocol"] == "NLA"
+    first = run.stdout.splitlines()[0]
+    assert label in first and saved["rdp"]["cert_sha256"] in first, first
+    assert "trusted on first use" in first
+    assert label in (runs / "r1" / "report.html").read_text()
+    # the secret: nowhere; the bridge ran (and was seen) and is gone
+    assert run.scans > 0 and not run.leaks
+    assert any("xfreerdp" in n or "stdbuf" in n for n in run.children.values()), run.children
+    assert run.alive_children() == []
+    assert PASSWORD not in run.stdout + run.stderr
+    assert _files_containing(tmp_path, PASSWORD.encode()) == []
+    assert (runs / "r1" / "freerdp.log").exists()
+
+
+def test_wrong_password_is_one_line_and_fast(
+    nla_rdp: RdpShadowServer, gemini: GeminiStandIn, tmp_path: Path
+) -> None:
+    gemini.script(Reply.text("never asked"))
+    args = ["run", "--rdp", nla_rdp.address, "--rdp-user", USER, "--task", "t"]
+    run = Watched(
+        [*args, "--runs-dir", str(tmp_path / "runs")],
+        _env(tmp_path, RDP_PASSWORD="not-the-password"),
+        "not-the-password",
+    )
+    assert run.returncode == 1
+    line = _one_line(run.stderr)
+    assert "NLA authentication" in line and "ERRCONNECT_" in line and "RDP_PASSWORD" in line
+    assert run.seconds < 10
+    assert run.alive_children() == [] and not run.leaks
+    assert gemini.requests == []
+
+
+def test_nla_without_credentials_is_one_line(
+    nla_rdp: RdpShadowServer, gemini: GeminiStandIn, tmp_path: Path
+) -> None:
+    run = Watched(
+        ["run", "--rdp", nla_rdp.address, "--task", "t", "--runs-dir", str(tmp_path)],
+        _env(tmp_path),
+        None,
+    )
+    assert run.returncode == 2
+    line = _one_line(run.stderr)
+    assert "requires NLA" in line and "--rdp-user" in line and "RDP_PASSWORD" in line
+    assert run.alive_children() == []
+
+
+def test_unreachable_ends_within_the_connect_timeout(gemini: GeminiStandIn, tmp_path: Path) -> None:
+    with socket.socket() as closed:  # a port nothing listens on
+        closed.bind(("127.0.0.1", 0))
+        closed_port = closed.getsockname()[1]
+    run = Watched(
+        ["run", "--rdp", f"127.0.0.1:{closed_port}", "--task", "t", "--runs-dir", str(tmp_path)],
+        _env(tmp_path),
+        None,
+    )
+    assert run.returncode == 1 and "connection refused" in _one_line(run.stderr)
+    with socket.socket() as silent:  # accepts, then never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(1)
+        port = silent.getsockname()[1]
+        args = ["run", "--rdp", f"127.0.0.1:{port}", "--connect-timeout", "1.5", "--task", "t"]
+        run = Watched([*args, "--runs-dir", str(tmp_path)], _env(tmp_path), None)
+    assert run.returncode == 1
+    assert "no answer within 1.5 s" in _one_line(run.stderr)
+    assert run.seconds < 1.5 + 2
+    assert run.alive_children() == []
+
+
+def test_changed_certificate_is_refused(
+    screen: X11vncDesktop, gemini: GeminiStandIn, tmp_path: Path
+) -> None:
+    gemini.script(Reply.text("Nothing to do."), Reply.text("Nothing to do."))
+    runs = ["--runs-dir", str(tmp_path / "runs")]
+    with RdpShadowServer(screen.display) as server:
+        args = ["run", "--rdp", server.address, "--task", "t"]
+        first = Watched([*args, *runs], _env(tmp_path), None)
+        assert first.returncode == 0, first.stdout + first.stderr
+        known = json.loads((tmp_path / "rdp-state" / "known_hosts.json").read_text())
+        old = known[server.address]["sha256"]
+        server.new_certificate()
+        second = Watched([*args, *runs], _env(tmp_path), None)
+        assert second.returncode == 1
+        line = _one_line(second.stderr)
+        assert colon_hex(old) in line and "refusing" in line
+        new = line.split("certificate SHA-256 ")[1].split(",")[0]
+        assert new != colon_hex(old)
+        # pinning the new one (as the line says) lets it in; a wrong pin is refused
+        pinned = Watched([*args, "--rdp-cert-fingerprint", new, *runs], _env(tmp_path), None)
+        assert pinned.returncode == 0, pinned.stdout + pinned.stderr
+        assert "pinned" in pinned.stdout.splitlines()[0]
+        wrong = Watched([*args, "--rdp-cert-fingerprint", old, *runs], _env(tmp_path), None)
+        assert wrong.returncode == 1 and "pinned" in _one_line(wrong.stderr)
+        assert first.alive_children() == [] and pinned.alive_children() == []
+
+
+def test_session_ended_mid_run_is_resumable_with_a_new_bridge(
+    rdp_probe: Probe, screen: X11vncDesktop, gemini: GeminiStandIn, tmp_path: Path
+) -> None:
+    size = rdp_probe.size
+    click = rdp_probe.canvas_point()
+    server = RdpShadowServer(screen.display).start()
+    try:
+
+        def script(_request: Any, index: int) -> Reply:
+            if index == 0:  # the session ends while the model "thinks"
+                server.stop_server()
+                time.sleep(2.0)
+            if index <= 1:
+                return Reply.calls(_call("click_at", click, size))
+            return Reply.text("Clicked.")
+
+        gemini.script(script)
+        runs = ["--runs-dir", str(tmp_path / "runs")]
+        args = ["run", "--rdp", server.address, "--task", "Click", "--thread-id", "s1"]
+        run = Watched([*args, *runs], _env(tmp_path), None)
+        assert run.returncode == 1, run.stdout + run.stderr
+        line = _one_line(run.stderr)
+        assert "RDP session" in line and "ended" in line and "vnc-use resume s1" in line
+        assert run.alive_children() == []
+        assert rdp_probe.log.events("press") == []
+        server.start()  # the server is back (same certificate): resume starts a new bridge
+        resumed = Watched(["resume", "s1", *runs], _env(tmp_path), None)
+        assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+        rdp_probe.log.wait_type("press")
+        assert resumed.alive_children() == []
+    finally:
+        server.stop()
+
+
+def test_missing_xfreerdp_names_the_package(gemini: GeminiStandIn, tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in ("Xvnc", "vncpasswd", "xmodmap", "xwininfo"):
+        found = subprocess.run(["which", name], capture_output=True, text=True, check=True)
+        (bin_dir / name).symlink_to(found.stdout.strip())
+    run = Watched(
+        ["run", "--rdp", "127.0.0.1:3389", "--task", "t", "--runs-dir", str(tmp_path)],
+        _env(tmp_path, PATH=str(bin_dir)),
+        None,
+    )
+    assert run.returncode == 2
+    line = _one_line(run.stderr)
+    assert "xfreerdp" in line and "apt-get install -y freerdp2-x11" in line
+
+
+# --------------------------------------------------------------------------- units
+
+
+def test_addresses_and_fingerprints() -> None:
+    assert RdpTarget.parse("winbox") == RdpTarget("winbox", 3389)
+    assert str(RdpTarget.parse("10.0.0.5:3390")) == "10.0.0.5:3390"
+    assert RdpTarget.parse("[::1]:3391") == RdpTarget("::1", 3391)
+    assert RdpTarget.parse("winbox").label == "rdp://winbox:3389 (via FreeRDP)"
+    for bad in ("", "a b", "host:99999", "host:x", "[::1"):
+        with pytest.raises(ConfigError, match="bad RDP address"):
+            RdpTarget.parse(bad)
+    hexed = "ab" * 32
+    assert parse_fingerprint(colon_hex(hexed).upper()) == hexed
+    assert parse_fingerprint("sha256:" + hexed) == hexed
+    with pytest.raises(ConfigError, match="64 hex"):
+        parse_fingerprint("abc")
+
+
+def test_trust_store_records_once_and_refuses_a_change(tmp_path: Path) -> None:
+    store = TrustStore(tmp_path / "state")
+    target = RdpTarget("h", 3389)
+    assert store.check(target, "aa" * 32, None) == "first use"
+    assert store.check(target, "aa" * 32, None) == "known"
+    assert store.path.stat().st_mode & 0o777 == 0o600
+    with pytest.raises(Exception, match="trusted on first use") as info:
+        store.check(target, "bb" * 32, None)
+    assert colon_hex("aa" * 32) in str(info.value) and colon_hex("bb" * 32) in str(info.value)
+    assert store.check(target, "bb" * 32, "bb" * 32) == "pinned"
+
+
+def test_untypeable_characters_are_named_and_chunks_split_repeated_keys() -> None:
+    with pytest.raises(ValueError, match="cannot type 'é' 'ü'"):
+        RDP_KEYBOARD.refuse_untypeable("Grüße café"[:3] + "é")
+    RDP_KEYBOARD.refuse_untypeable(string.printable.replace("\x0b", "").replace("\x0c", ""))
+    assert RDP_KEYBOARD.chunks("Mississippi") == ["Mis", "sis", "sip", "pi"]
+    assert RDP_KEYBOARD.chunks(":;lL") == [":", ";l", "L"]
+
+
+def test_kept_bridge_serves_runs_and_the_live_view(
+    rdp_probe: Probe, open_rdp: RdpShadowServer, gemini: GeminiStandIn, tmp_path: Path
+) -> None:
+    """``vnc-use desktop rdp HOST``: up across commands, used by ``run --rdp HOST`` (which
+    leaves it up), shown by ``vnc-use view`` and ``desktop status``, stopped by ``down``."""
+    env = _env(tmp_path)
+    up = Watched(["desktop", "rdp", open_rdp.address], env, None)
+    assert up.returncode == 0, up.stdout + up.stderr
+    assert f"rdp://{open_rdp.address} (via FreeRDP)" in up.stdout
+    state = json.loads((tmp_path / "rdp-state" / "bridge" / "state.json").read_text())
+    pids = [p["pid"] for p in state["processes"]]
+    try:
+        status = Watched(["desktop", "status"], env, None)
+        assert status.returncode == 0 and "RDP bridge: running" in status.stdout
+        size = rdp_probe.size
+        gemini.script(Reply.calls(_call("click_at", rdp_probe.canvas_point(), size)))
+        gemini.extend(Reply.text("Clicked."))
+        args = ["run", "--rdp", open_rdp.address, "--task", "Click"]
+        run = Watched([*args, "--runs-dir", str(tmp_path / "runs")], env, None)
+        assert run.returncode == 0, run.stdout + run.stderr
+        rdp_probe.log.wait_type("press")
+        assert not any("xfreerdp" in n for n in run.children.values())  # no bridge of its own
+        assert all(Path(f"/proc/{pid}").exists() for pid in pids)  # the kept one stays up
+        view = subprocess.Popen(
+            [*CLI, "view", "--vnc", state["server"], "--port", "0"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert view.stdout is not None
+            assert "live view (view only): http://127.0.0.1:" in view.stdout.readline()
+        finally:
+            view.terminate()
+            view.wait(timeout=10)
+    finally:
+        down = Watched(["desktop", "down"], env, None)
+    assert down.returncode == 0 and "RDP bridge stopped" in down.stdout
+    assert not any(Path(f"/proc/{pid}").exists() and _state(pid) != "Z" for pid in pids)
