@@ -22,6 +22,8 @@ variable                     what it sets
 ``VNC_USE_DESKTOP_DIR``      where the local desktop keeps its state
 ``XDG_STATE_HOME``           the default parent of that folder (``~/.local/state``)
 ``VNC_USE_NOVNC_DIR``        where noVNC's web client is (``/usr/share/novnc``)
+``VNC_USE_MCP_TOKEN``        the bearer token ``vnc-use mcp --transport http`` requires (else
+                             it makes one and prints it once)
 ===========================  ================================================================
 """
 
@@ -34,6 +36,7 @@ from pathlib import Path
 __all__ = [
     "API_VERSION_VARIABLE",
     "DESKTOP_DIR_VARIABLE",
+    "MCP_TOKEN_VARIABLE",
     "NOVNC_DIR_VARIABLE",
     "SECRET_PREFIX",
     "child_environment",
@@ -41,6 +44,7 @@ __all__ = [
     "gemini_api_key",
     "gemini_api_version",
     "gemini_base_url",
+    "mcp_token",
     "novnc_dir",
     "openai_api_key",
     "secret_values",
@@ -59,6 +63,9 @@ DESKTOP_DIR_VARIABLE = "VNC_USE_DESKTOP_DIR"
 NOVNC_DIR_VARIABLE = "VNC_USE_NOVNC_DIR"
 """Overrides where the live view finds noVNC."""
 
+MCP_TOKEN_VARIABLE = "VNC_USE_MCP_TOKEN"
+"""The bearer token the MCP server's HTTP transport requires (a secret: never recorded)."""
+
 SECRET_PREFIX = "VNC_USE_SECRET_"
 """``--sensitive NAME`` reads its value from ``VNC_USE_SECRET_<NAME>``."""
 
@@ -68,6 +75,7 @@ _SECRET_VARIABLES = (
     "OPENAI_API_KEY",
     "VNC_PASSWORD",
     "VNC_VIEW_PASSWORD",
+    MCP_TOKEN_VARIABLE,
 )
 
 
@@ -121,6 +129,12 @@ def vnc_username() -> str | None:
 def vnc_view_password() -> str | None:
     """``VNC_VIEW_PASSWORD``."""
     return _get("VNC_VIEW_PASSWORD")
+
+
+def mcp_token() -> str | None:
+    """``VNC_USE_MCP_TOKEN``, stripped: the bearer token of ``vnc-use mcp --transport http``."""
+    token = _get(MCP_TOKEN_VARIABLE)
+    return token.strip() if token else None
 
 
 def sensitive_value(name: str) -> tuple[str, str | None]:
