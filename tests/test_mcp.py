@@ -10,10 +10,12 @@ through ``GOOGLE_GEMINI_BASE_URL`` like it would reach Google.
 
 from __future__ import annotations
 
+import ast
 import base64
 import io
 import json
 import os
+import shlex
 import subprocess
 import sys
 import threading
@@ -40,6 +42,26 @@ from vnc_use.testing.gemini_standin import (
 from cli_tools import CLI, run_cli
 from desktop_fixtures import Probe
 from gemini_fixtures import DUMMY_API_KEY
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def readme_mcp_section() -> str:
+    return (
+        README.read_text("utf-8")
+        .split("## Other agents: vnc-use as an MCP server", 1)[1]
+        .split("\n## ", 1)[0]
+    )
+
+
+def readme_mcp_commands() -> list[list[str]]:
+    """The ``vnc-use mcp`` command lines of the README's MCP section (comments cut)."""
+    return [
+        shlex.split(line.split("#")[0])
+        for line in readme_mcp_section().splitlines()
+        if line.startswith("vnc-use mcp")
+    ]
+
 
 TOOLS = {
     "screenshot",
@@ -298,9 +320,10 @@ def http_server(
 ) -> Iterator[tuple[str, str | None, subprocess.Popen[str]]]:
     """``vnc-use mcp --transport http --port 0``; yields its URL, the printed token, the
     process."""
-    args = ["mcp", "--vnc", desktop.server, "--transport", "http", "--port", "0"]
+    (line,) = [c for c in readme_mcp_commands() if "http" in c]  # as the README shows it
+    args = [("0" if a == "8765" else a) for a in line[1:]]
     proc = subprocess.Popen(
-        [*CLI, *args, "--runs-dir", str(runs)],
+        [*CLI, *args, "--vnc", desktop.server, "--runs-dir", str(runs)],
         env=_env(desktop, **env),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
@@ -408,3 +431,57 @@ def test_mcp_usage_errors_are_one_line() -> None:
     proc = run_cli(["mcp", "--vnc", "127.0.0.1::5999", "--transport", "http", "--port", "70000"])
     assert proc.returncode == 2 and "--port" in proc.stderr
     assert sys.executable  # the CLI ran under this interpreter
+
+
+@pytest.mark.desktop
+def test_the_readme_commands_and_host_snippet(probe: Probe, tmp_path: Path) -> None:
+    """The README's ``vnc-use mcp --vnc ...`` line and its host JSON snippet, as written, with
+    the test desktop's address, password and a temporary runs folder in place of the
+    examples."""
+    commands = readme_mcp_commands()
+    assert [c[:2] for c in commands] == [["vnc-use", "mcp"]] * 3
+    (with_vnc,) = [c for c in commands if "--vnc" in c]
+    block = readme_mcp_section().split("```json", 1)[1].split("```", 1)[0]
+    entry = json.loads(block)["mcpServers"]["vnc-use"]
+    assert entry["command"] == "vnc-use"
+    assert entry["env"].keys() == {"VNC_PASSWORD", "GOOGLE_API_KEY"}
+    examples = {"desk-01::5901": probe.desktop.server, "localhost::5901": probe.desktop.server}
+    examples["/home/me/vnc-use-runs"] = str(tmp_path / "snippet")
+    bindir = Path(sys.executable).parent
+    w, h = probe.size
+
+    async def use(command: list[str]) -> None:
+        args = [examples.get(a, a) for a in command]
+        if "--runs-dir" not in args:
+            args += ["--runs-dir", str(tmp_path / "line")]
+        params = StdioServerParameters(
+            command=str(bindir / "vnc-use"), args=args, env=_env(probe.desktop)
+        )
+        async with Client(params) as c:
+            assert {t.name for t in (await c.list_tools()).tools} == TOOLS
+            assert png_of(await c.call_tool("screenshot", {})).size == (w, h)
+
+    async def main() -> None:
+        await use(with_vnc[1:])
+        await use(entry["args"])
+
+    anyio.run(main)
+    assert list((tmp_path / "snippet").glob("mcp-*/events.jsonl"))
+
+
+def test_only_the_mcp_server_module_imports_the_sdk() -> None:
+    """The SDK boundary: ``mcp`` is imported by vnc_use.mcp_server.server alone."""
+    root = Path(__file__).resolve().parents[1] / "src"
+    users = []
+    for path in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and node.level == 0
+                else []
+            )
+            if any(n == "mcp" or n.startswith("mcp.") for n in names):
+                users.append(path.relative_to(root).as_posix())
+    assert sorted(set(users)) == ["vnc_use/mcp_server/server.py"]
