@@ -200,6 +200,20 @@ def test_stdio_tools_drive_the_probe_and_journal_the_session(
         assert not keys.is_error
         assert probe.log.wait_type("key", keysym="a")["state"] & 4
 
+        probe.log.clear()
+        scrolled = await c.call_tool(
+            "scroll", {"x": cx, "y": cy, "direction": "down", "amount": 200}
+        )
+        assert not scrolled.is_error, text_of(scrolled)
+        wheel = probe.log.wait_type("wheel")
+        assert (wheel["x"], wheel["y"]) == (cx, cy)
+
+        probe.log.clear()
+        dragged = await c.call_tool("drag", {"x": cx, "y": cy, "to_x": cx + 90, "to_y": cy + 40})
+        assert not dragged.is_error, text_of(dragged)
+        press, release = probe.log.wait_type("press"), probe.log.wait_type("release")
+        assert (press["x"], press["y"], release["x"], release["y"]) == (cx, cy, cx + 90, cy + 40)
+
         # mistakes are one-line tool errors; the server goes on
         off = await c.call_tool("click", {"x": w, "y": 10})
         assert off.is_error and "off the screen" in text_of(off)
@@ -248,9 +262,9 @@ def test_stdio_tools_drive_the_probe_and_journal_the_session(
         json.loads(line) for line in (session_dir / "journal.jsonl").read_text().splitlines()
     ]
     done_steps = [r["name"] for r in journal if r["state"] == "done"]
-    assert done_steps == ["click", "click", "click", "type_text", "press_keys"]
+    assert done_steps == ["click", "click", "click", "type_text", "press_keys", "scroll", "drag"]
     steps = sorted(p.name for p in (session_dir / "steps").glob("*.json"))
-    assert steps[0] == "0001-click.json" and steps[-1] == "0005-press_keys.json"
+    assert steps[0] == "0001-click.json" and steps[-1] == "0007-drag.json"
     first = json.loads((session_dir / "steps" / "0001-click.json").read_text())
     assert first["pixels"] == {"x": cx, "y": cy}
     proc = run_cli(["report", session_dir.name, "--runs-dir", str(tmp_path)])
@@ -258,7 +272,7 @@ def test_stdio_tools_drive_the_probe_and_journal_the_session(
     html = (session_dir / "report.html").read_text()
     assert "press_keys" in html and "type_text" in html
     ended = json.loads((session_dir / "events.jsonl").read_text().splitlines()[-1])
-    assert ended["event"] == "run_ended" and ended["steps"] == 5
+    assert ended["event"] == "run_ended" and ended["steps"] == 7
     for secret in (probe.desktop.password, DUMMY_API_KEY):
         assert files_hold(tmp_path, secret) == []
 
@@ -388,10 +402,13 @@ def test_http_needs_the_printed_token(probe: Probe, tmp_path: Path) -> None:
                 assert (press["x"], press["y"]) == (cx, cy)
 
         anyio.run(main)
-        proc.terminate()
+        proc.terminate()  # SIGTERM: the session ends cleanly, its report written
         proc.wait(timeout=20)
         assert proc.stderr is not None
         assert token not in proc.stderr.read()
+    (session_dir,) = tmp_path.glob("mcp-*")
+    assert (session_dir / "report.html").exists()
+    assert '"event": "run_ended"' in (session_dir / "events.jsonl").read_text().splitlines()[-1]
     assert files_hold(tmp_path, token) == []
     assert files_hold(tmp_path, probe.desktop.password) == []
 

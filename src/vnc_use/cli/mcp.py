@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import secrets
+import signal
 import sys
+from types import FrameType
 from typing import Any
 
 from vnc_use import config
@@ -77,23 +79,26 @@ def _target(args: argparse.Namespace) -> Any:
 
 
 def command(args: argparse.Namespace) -> int:
-    """Serve until the client goes away (stdio) or Ctrl-C / SIGTERM (http)."""
+    """Serve until the client goes away (stdio), or Ctrl-C / SIGTERM; the session's run folder
+    is closed (``run_ended``, its report written) either way."""
+    from vnc_use.desktops.address import parse_server
+
+    if args.vnc is not None:
+        parse_server(args.vnc)  # a malformed address fails before anything starts
+    if args.transport == "http" and not 0 <= args.port <= 65535:
+        raise ConfigError(f"--port {args.port}: use 0..65535")
     try:
         from vnc_use.mcp_server import server as mcp_server
     except ImportError as exc:
         raise ConfigError(
             f"the MCP SDK is not installed ({exc}): pip install 'vnc-use[mcp]'"
         ) from None
-    from vnc_use.desktops.address import parse_server
     from vnc_use.mcp_server.session import DesktopSession
 
-    if args.vnc is not None:
-        parse_server(args.vnc)  # a malformed address fails before anything starts
-    if args.transport == "http" and not 0 <= args.port <= 65535:
-        raise ConfigError(f"--port {args.port}: use 0..65535")
     target = _target(args)
     session = DesktopSession(target, args.runs_dir, secrets=config.secret_values())
     server = mcp_server.build_server(session)
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)  # a host stopping the server
     try:
         if args.transport == "stdio":
             print(
@@ -107,8 +112,13 @@ def command(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         pass
     finally:
+        signal.signal(signal.SIGTERM, previous)
         session.close()
     return EXIT_DONE
+
+
+def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
 
 
 def _serve_http(args: argparse.Namespace, mcp_server: Any, server: Any, session: Any) -> None:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from vnc_use.agent.journal import Journal
 from vnc_use.desktops.base import CaptureRule, Desktop
+from vnc_use.errors import VncError
 from vnc_use.record.folder import RunFolder
 from vnc_use.record.report import ReportOnRunEnd
 from vnc_use.status import RunStatus
@@ -284,9 +285,14 @@ class DesktopSession:
             step, key = self._step, f"mcp:{self._step}"
             t0 = time.monotonic()
             self._journal.dispatched(key, name, step)
-            run(desktop, pixels)
-            action_ms = round((time.monotonic() - t0) * 1000, 1)
-            shot = self._capture()  # the round trip also proves the server received it
+            try:
+                run(desktop, pixels)
+                action_ms = round((time.monotonic() - t0) * 1000, 1)
+                shot = self._capture()  # the round trip also proves the server received it
+            except VncError as exc:  # sent or not, unknown: the journal keeps it uncertain
+                folder.event("error", message=f"{name} (step {step}): {exc}", kind="vnc")
+                self._desktop = None  # the next call connects again
+                raise
             self._journal.done(key, name, step)
             record = {
                 "step": step,
