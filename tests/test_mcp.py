@@ -191,14 +191,14 @@ def test_stdio_tools_drive_the_probe_and_journal_the_session(
         assert (press["x"], press["y"], press["button"]) == (cx + 5, cy + 7, 3)
 
         await c.call_tool("click", {"x": ex, "y": ey})
+        probe.log.clear()
+        keys = await c.call_tool("press_keys", {"keys": "control+a"})  # the entry may hold text
+        assert not keys.is_error
+        assert probe.log.wait_type("key", keysym="a")["state"] & 4
+        assert not (await c.call_tool("press_keys", {"keys": "backspace"})).is_error
         typed = await c.call_tool("type_text", {"text": "hello over MCP", "press_enter": True})
         assert not typed.is_error
         assert probe.log.wait_type("submit")["text"] == "hello over MCP"
-
-        probe.log.clear()
-        keys = await c.call_tool("press_keys", {"keys": "control+a"})
-        assert not keys.is_error
-        assert probe.log.wait_type("key", keysym="a")["state"] & 4
 
         probe.log.clear()
         scrolled = await c.call_tool(
@@ -262,9 +262,11 @@ def test_stdio_tools_drive_the_probe_and_journal_the_session(
         json.loads(line) for line in (session_dir / "journal.jsonl").read_text().splitlines()
     ]
     done_steps = [r["name"] for r in journal if r["state"] == "done"]
-    assert done_steps == ["click", "click", "click", "type_text", "press_keys", "scroll", "drag"]
+    assert done_steps == [
+        *("click", "click", "click", "press_keys", "press_keys", "type_text", "scroll", "drag")
+    ]
     steps = sorted(p.name for p in (session_dir / "steps").glob("*.json"))
-    assert steps[0] == "0001-click.json" and steps[-1] == "0007-drag.json"
+    assert steps[0] == "0001-click.json" and steps[-1] == "0008-drag.json"
     first = json.loads((session_dir / "steps" / "0001-click.json").read_text())
     assert first["pixels"] == {"x": cx, "y": cy}
     proc = run_cli(["report", session_dir.name, "--runs-dir", str(tmp_path)])
@@ -272,7 +274,7 @@ def test_stdio_tools_drive_the_probe_and_journal_the_session(
     html = (session_dir / "report.html").read_text()
     assert "press_keys" in html and "type_text" in html
     ended = json.loads((session_dir / "events.jsonl").read_text().splitlines()[-1])
-    assert ended["event"] == "run_ended" and ended["steps"] == 7
+    assert ended["event"] == "run_ended" and ended["steps"] == 8
     for secret in (probe.desktop.password, DUMMY_API_KEY):
         assert files_hold(tmp_path, secret) == []
 
