@@ -330,6 +330,35 @@ def test_elicitation_declined_denies_the_run(
     assert len(gemini.requests) == 1
 
 
+@pytest.mark.desktop
+def test_a_cancelled_question_leaves_the_run_waiting_for_the_shell(
+    probe: Probe, gemini: GeminiStandIn, tmp_path: Path
+) -> None:
+    """The person cancels the elicitation: the run stays durable, awaiting approval, and a
+    person approves it later with ``vnc-use approve`` from a shell."""
+    cx, cy = probe.canvas_point()
+    gemini.script(confirm_reply(*grid(probe, (cx, cy))), Reply.text("Approved from the shell."))
+    found: dict[str, Any] = {}
+
+    async def elicit(context: Any, params: Any) -> ElicitResult:
+        return ElicitResult(action="cancel")
+
+    async def body(c: Client) -> None:
+        result = await c.call_tool("run_task", {"task": "Submit"})
+        found.update(result.structured_content or {})
+
+    session_over_stdio(
+        probe.desktop.server, tmp_path, probe.desktop, body, elicitation_callback=elicit
+    )
+    assert found["status"] == "awaiting_approval", found
+    assert probe.log.events("press") == []
+    proc = run_cli(["approve", found["thread_id"], "--runs-dir", str(tmp_path)], probe.desktop)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Approved from the shell." in proc.stdout
+    press = probe.log.wait_type("press")
+    assert (press["x"], press["y"]) == (cx, cy)
+
+
 @contextmanager
 def http_server(
     desktop: TestDesktop, runs: Path, **env: str

@@ -224,18 +224,20 @@ class _Tools:
         total = step_limit or DEFAULT_STEP_LIMIT
         state, answers = ctx.request_state, ctx.input_responses
         if state and answers is not None:  # the client answers our approval question
-            decision = _decision(answers.get(APPROVAL_KEY)) or "status"
-            result = await self._run(ctx, total, thread_id=state, decision=decision)
-        else:
-            kwargs = {"model": model, "provider": provider, "step_limit": step_limit}
-            result = await self._run(ctx, total, task=task, **kwargs)
+            decision = _decision(answers.get(APPROVAL_KEY))
+            # cancelled: the run stays waiting, and is not asked about again in this call
+            result = await self._run(ctx, total, thread_id=state, decision=decision or "status")
+            return await self._settle(ctx, total, result, ask=decision is not None)
+        kwargs = {"model": model, "provider": provider, "step_limit": step_limit}
+        result = await self._run(ctx, total, task=task, **kwargs)
         return await self._settle(ctx, total, result)
 
     async def _settle(
-        self, ctx: Context[Any, Any], total: int, result: RunResult
+        self, ctx: Context[Any, Any], total: int, result: RunResult, *, ask: bool = True
     ) -> CallToolResult | InputRequiredResult:
-        """Ask the person about each approval the run waits on, as long as the client can."""
-        while result.status == RunStatus.AWAITING_APPROVAL and _can_elicit(ctx):
+        """Ask the person about each approval the run waits on, as long as the client can
+        (and the person did not cancel the question)."""
+        while ask and result.status == RunStatus.AWAITING_APPROVAL and _can_elicit(ctx):
             question = approval_question(result)
             if not ctx.session.can_send_request:  # 2026-07-28: ask in an input_required round
                 request = ElicitRequest(
