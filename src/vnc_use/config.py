@@ -34,6 +34,8 @@ variable                     what it sets
 ``VNC_USE_DATABASE_URL``     where checkpoints, the journal and leases live when
                              ``--checkpointer`` is not given: a ``postgresql://`` URL (its
                              password, like ``PGPASSWORD``, is a secret never written)
+``VNC_USE_MCP_TOKEN``        the bearer token ``vnc-use mcp --transport http`` requires (else
+                             it makes one and prints it once)
 ===========================  ================================================================
 """
 
@@ -48,6 +50,7 @@ __all__ = [
     "API_VERSION_VARIABLE",
     "DATABASE_URL_VARIABLE",
     "DESKTOP_DIR_VARIABLE",
+    "MCP_TOKEN_VARIABLE",
     "NOVNC_DIR_VARIABLE",
     "SECRET_PREFIX",
     "anthropic_api_key",
@@ -58,6 +61,7 @@ __all__ = [
     "gemini_api_key",
     "gemini_api_version",
     "gemini_base_url",
+    "mcp_token",
     "named_secret",
     "novnc_dir",
     "openai_api_key",
@@ -83,6 +87,8 @@ NOVNC_DIR_VARIABLE = "VNC_USE_NOVNC_DIR"
 
 DATABASE_URL_VARIABLE = "VNC_USE_DATABASE_URL"
 """The checkpoint database (``postgresql://...``) when ``--checkpointer`` is not given."""
+MCP_TOKEN_VARIABLE = "VNC_USE_MCP_TOKEN"
+"""The bearer token the MCP server's HTTP transport requires (a secret: never recorded)."""
 
 SECRET_PREFIX = "VNC_USE_SECRET_"
 """``--sensitive NAME`` reads its value from ``VNC_USE_SECRET_<NAME>``."""
@@ -96,6 +102,7 @@ _SECRET_VARIABLES = (
     "VNC_VIEW_PASSWORD",
     "PGPASSWORD",  # libpq's own: the database password when the URL holds none
     "RDP_PASSWORD",
+    MCP_TOKEN_VARIABLE,
 )
 
 
@@ -193,6 +200,12 @@ def rdp_state_dir() -> Path:
         return Path(override).expanduser()
     base = _get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(base).expanduser() / "vnc-use" / "rdp"
+
+
+def mcp_token() -> str | None:
+    """``VNC_USE_MCP_TOKEN``, stripped: the bearer token of ``vnc-use mcp --transport http``."""
+    token = _get(MCP_TOKEN_VARIABLE)
+    return token.strip() if token else None
 
 
 def sensitive_value(name: str) -> tuple[str, str | None]:
