@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from vnc_use import __version__
 from vnc_use.cli import desktop as desktop_commands
+from vnc_use.cli import eval as eval_commands
 from vnc_use.cli import report as report_commands
 from vnc_use.cli import run as run_commands
 from vnc_use.cli.common import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE
@@ -41,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     run_commands.register(sub)
     desktop_commands.register(sub)
     report_commands.register(sub)
+    eval_commands.register(sub)
     return parser
 
 
