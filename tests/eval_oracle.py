@@ -53,9 +53,7 @@ def type_at(x: int, y: int, text: str, enter: bool = False) -> Step:
 def drag(x0: int, y0: int, x1: int, y1: int) -> Step:
     gx0, gy0 = _page(x0, y0)
     gx1, gy1 = _page(x1, y1)
-    return [
-        FunctionCallSpec("drag_and_drop", x=gx0, y=gy0, destination_x=gx1, destination_y=gy1)
-    ]
+    return [FunctionCallSpec("drag_and_drop", x=gx0, y=gy0, destination_x=gx1, destination_y=gy1)]
 
 
 def keys(combo: str) -> Step:

@@ -118,7 +118,9 @@ def _one_line(path: Path, number: int, entry: Any, exc: ValidationError) -> str:
     name = entry.get("id") if isinstance(entry, dict) else None
     which = f"entry {number}" + (f" (id {name!r})" if isinstance(name, str) else "")
     message = ": " + error["msg"][:1].lower() + error["msg"][1:]
-    if error["type"] == "missing":
+    if error["type"] == "value_error":
+        message = f": {error.get('ctx', {}).get('error', error['msg'])}"
+    elif error["type"] == "missing":
         message = " is required"
     elif error["type"] == "extra_forbidden":
         message = " is not a task field (known: " + ", ".join(Task.model_fields) + ")"
