@@ -6,8 +6,9 @@ Chromium runs windowed (never headless) on ``$DISPLAY`` in app mode (the page on
 strip, no address bar, so a page's layout is where its CSS puts it), with a fresh profile in
 ``--profile`` (emptied first; default a new temporary folder) and its network features off.
 The command returns once a window titled like the page's ``<title>`` is on the screen (exit
-status 0), or fails after ``--timeout`` seconds (status 1). Chromium keeps running; the
-evaluation stops it after the task. ``--geometry`` defaults to the whole screen.
+status 0), or fails after ``--timeout`` seconds (status 1, the reason as its exit message).
+Chromium keeps running; the evaluation stops it after the task. ``--geometry`` defaults to
+the whole screen.
 """
 
 from __future__ import annotations
@@ -91,8 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     binary = shutil.which("chromium") or shutil.which("chromium-browser")
     if binary is None:
-        print("browser: chromium is not installed (apt-get install chromium)", file=sys.stderr)
-        return 1
+        sys.exit("browser: chromium is not installed (apt-get install chromium)")
     match = _TITLE_RE.search(args.page.read_text("utf-8"))
     title = html.unescape(match.group(1).strip()) if match else ""
     profile = args.profile or Path(tempfile.mkdtemp(prefix="vnc-use-eval-")) / "profile"
@@ -108,14 +108,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     deadline = time.monotonic() + args.timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            print(f"browser: chromium exited with status {proc.returncode}", file=sys.stderr)
-            return 1
+            sys.exit(f"browser: chromium exited with status {proc.returncode}")
         if not title or _window_titled(title):
             time.sleep(0.3)  # let the first frame paint
             return 0
         time.sleep(0.1)
-    print(f"browser: no window titled {title!r} within {args.timeout:g} s", file=sys.stderr)
-    return 1
+    sys.exit(f"browser: no window titled {title!r} within {args.timeout:g} s")
 
 
 if __name__ == "__main__":

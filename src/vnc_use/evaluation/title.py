@@ -5,7 +5,7 @@
 A page reports its state in its title; Chromium passes a new title on to its X window a
 little later (measured here: more than 100 ms), so the check looks for it a few times (every
 0.1 s for ``--timeout`` seconds, default 2) before it fails. Exit status 0: such a window is
-there; 1: none.
+there; 1: none (the exit message lists the titles seen).
 """
 
 from __future__ import annotations
@@ -43,8 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if any(t.startswith(args.title) if args.startswith else t == args.title for t in titles):
             return 0
         if time.monotonic() >= deadline:
-            print(f"no window titled {args.title!r}; titles: {titles}", file=sys.stderr)
-            return 1
+            sys.exit(f"no window titled {args.title!r}; titles: {titles}")
         time.sleep(0.1)
 
 
