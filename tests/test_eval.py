@@ -5,6 +5,7 @@ fails every one), on two real local desktops with the Gemini stand-in; resume af
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import time
@@ -324,6 +325,33 @@ def test_a_bad_task_file_is_one_line_naming_the_entry_and_field(
 def test_tasks_and_suite_files() -> None:
     assert len(SUITE) >= 20 and len({t.id for t in SUITE}) == len(SUITE)
     assert all(isinstance(t, Task) and t.setup for t in SUITE)
+    # the pages the setups open are package data (shipped in the wheel next to tasks.yaml)
+    pages = {m for t in SUITE for c in t.setup for m in re.findall(r"pages/([\w.-]+)", c)}
+    assert len(pages) >= 8
+    assert all((suite_path("builtin").parent / "pages" / page).is_file() for page in pages)
     assert wilson_interval(0, 0) == (0.0, 1.0)
     low, high = wilson_interval(5, 10)
     assert abs(low - 0.2366) < 1e-4 and abs(high - 0.7634) < 1e-4
+
+
+# ------------------------------------------------------------------------------- the README
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+@pytest.mark.desktop
+def test_the_readme_task_file_and_command(gemini: GeminiStandIn, tmp_path: Path) -> None:
+    """README: its example task file, run by its `vnc-use eval tasks.yaml ...` line as written
+    (two desktops, each task twice), solved by a scripted model."""
+    section = README.read_text("utf-8").split("## Measuring success", 1)[1].split("\n## ", 1)[0]
+    example = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "tasks.yaml").write_text(example, "utf-8")
+    line = next(x for x in section.splitlines() if x.startswith("vnc-use eval tasks.yaml"))
+    task = load_tasks(tmp_path / "tasks.yaml").tasks[0]
+    gemini.script(by_task({task.task: [shell("echo ready > ~/note.txt")]}))
+    done = run_cli(line.split()[1:], timeout=180, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    got = results(tmp_path / "eval-out")
+    assert sorted((r["id"], r["repeat"]) for r in got) == [("save-note", 0), ("save-note", 1)]
+    assert all(r["success"] for r in got)
+    assert "passed 2 of 2 runs" in done.stdout

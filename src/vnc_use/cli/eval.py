@@ -228,7 +228,10 @@ def command(args: argparse.Namespace) -> int:
     display = _Display([s.name for s in slots], planned, planned - pending, args.quiet)
     evaluation.on_event = display
     with display, _stop_on_ctrl_c(evaluation):
-        summary = evaluation.run()
+        try:
+            summary = evaluation.run()
+        except KeyboardInterrupt:  # a second Ctrl-C: the runs stopped at once
+            summary = evaluation.write_summary()
     _print_summary(summary, out)
     for failure in evaluation.failures:
         print(f"vnc-use: {failure}", file=sys.stderr)

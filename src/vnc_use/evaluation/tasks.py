@@ -97,8 +97,12 @@ def _entries(path: Path) -> list[Any]:
             except ValueError as exc:
                 raise ConfigError(f"{path}: line {number} is not JSON ({exc})") from None
         return entries
-    import yaml
-
+    try:
+        import yaml
+    except ImportError:
+        raise ConfigError(
+            f"{path}: YAML task files need PyYAML: pip install 'vnc-use[eval]' (or use JSONL)"
+        ) from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
