@@ -117,8 +117,8 @@ def _slots(args: argparse.Namespace, out: Path) -> list[Any]:
         password = config.vnc_password() or None
         return [VncSlot(f"vnc-{i + 1}", addr, password) for i, addr in enumerate(args.vnc)]
     size = parse_size(args.size)
-    return [
-        LocalSlot(out / "desktops" / f"desktop-{i + 1}", size, reuse=args.reuse_desktops)
+    return [  # absolute: Xvnc and the commands run in another folder
+        LocalSlot(out.resolve() / "desktops" / f"desktop-{i + 1}", size, reuse=args.reuse_desktops)
         for i in range(args.desktops)
     ]
 

@@ -46,7 +46,7 @@ class Evaluation:
         on_event: EventFn | None = None,
     ) -> None:
         self.tasks = tasks
-        self.out = out
+        self.out = out.resolve()  # the commands run in the desktop's home: no relative paths
         self.slots = list(slots)
         self.runner = runner
         self.repeat = repeat
