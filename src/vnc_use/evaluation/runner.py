@@ -201,9 +201,8 @@ def run_task(
             return result("error", error=run.error, **common)
         say("check")
         check = commands.run(task.check, task.command_timeout)
-        error = None if check.ok else f"check {check.describe()}"
-        if check.ok or check.timed_out or not run.error:
-            return result(outcome_for(run.status, check.ok), error=error, **common)
-        return result(outcome_for(run.status, False), error=f"{error}; run: {run.error}", **common)
+        problems = [] if check.ok else [f"check {check.describe()}", run.error]
+        error = "; run: ".join(p for p in problems if p) or None
+        return result(outcome_for(run.status, check.ok), error=error, **common)
     finally:
         commands.stop()
