@@ -128,44 +128,50 @@ class _Display:
 
     def __init__(self, slots: list[str], total: int, done: int, quiet: bool) -> None:
         from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-        self.console = Console(stderr=False)
-        self.live = self.console.is_terminal and not quiet
+        self.console = Console()
         self.quiet = quiet
         self.lock = threading.Lock()
-        self.progress: Any = None
-        self.rows: dict[str, Any] = {}
-        if self.live:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+        self.lines = dict.fromkeys(slots, "idle")
+        self.progress = Progress(
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn()
+        )
+        self.overall = self.progress.add_task("all tasks", total=total, completed=done)
+        self.live: Any = None
+        if self.console.is_terminal and not quiet:
+            from rich.live import Live
 
-            self.progress = Progress(
-                TextColumn("{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                console=self.console,
+            self.live = Live(
+                console=self.console, get_renderable=self._render, refresh_per_second=4
             )
-            for name in slots:
-                self.rows[name] = self.progress.add_task(f"{name}: idle", total=None, start=False)
-            self.overall = self.progress.add_task("all tasks", total=total, completed=done)
+
+    def _render(self) -> Any:
+        from rich.console import Group
+        from rich.text import Text
+
+        rows = [
+            Text(f"{name}: {text}", overflow="ellipsis", no_wrap=True)
+            for name, text in self.lines.items()
+        ]
+        return Group(*rows, self.progress)
 
     def __enter__(self) -> _Display:
-        if self.progress is not None:
-            self.progress.start()
+        if self.live is not None:
+            self.live.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self.progress is not None:
-            self.progress.stop()
+        if self.live is not None:
+            self.live.stop()
 
     def __call__(self, kind: str, fields: dict[str, Any]) -> None:
         with self.lock:
-            if kind == "slot" and self.progress is not None:
-                row = self.rows[fields["slot"]]
-                self.progress.update(row, description=f"{fields['slot']}: {fields['text']}")
+            if kind == "slot":
+                self.lines[fields["slot"]] = fields["text"]
             elif kind == "result":
                 r = fields["result"]
-                if self.progress is not None:
-                    self.progress.advance(self.overall)
+                self.progress.advance(self.overall)
                 if not self.quiet:
                     why = f" ({r.error})" if r.error and not r.success else ""
                     self.console.print(
