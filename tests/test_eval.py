@@ -17,6 +17,7 @@ import pytest
 
 from vnc_use.evaluation.results import wilson_interval
 from vnc_use.evaluation.tasks import Task, load_tasks, suite_path
+from vnc_use.testing.desktop import TestDesktop
 from vnc_use.testing.gemini_standin import FunctionCallSpec, GeminiStandIn, Reply
 from vnc_use.testing.gemini_standin import require_confirmation as confirm
 
@@ -355,3 +356,32 @@ def test_the_readme_task_file_and_command(gemini: GeminiStandIn, tmp_path: Path)
     assert sorted((r["id"], r["repeat"]) for r in got) == [("save-note", 0), ("save-note", 1)]
     assert all(r["success"] for r in got)
     assert "passed 2 of 2 runs" in done.stdout
+
+
+@pytest.mark.desktop
+def test_desktops_given_with_vnc_are_used_as_they_are(
+    gemini: GeminiStandIn, desktop: TestDesktop, tmp_path: Path
+) -> None:
+    """--vnc ADDR: no desktop is started; setup and check run here with VNC_SERVER set and
+    the task's private folder; the password comes from VNC_PASSWORD and is never written."""
+    tasks = write_tasks(
+        tmp_path / "tasks.jsonl",
+        [
+            {
+                "id": "given",
+                "task": "look at the given desktop",
+                "setup": 'echo "$VNC_SERVER" > "$EVAL_TASK_DIR/server"',
+                "check": 'test "$(cat "$EVAL_TASK_DIR/server")" = "$VNC_SERVER"',
+            }
+        ],
+    )
+    gemini.script(by_task({"look at the given desktop": []}))
+    out = tmp_path / "out"
+    argv = ["eval", str(tasks), "--out", str(out), "--vnc", desktop.server, "--approve-all"]
+    done = run_cli(argv, desktop=desktop, timeout=120)
+    assert done.returncode == 0, done.stderr
+    (got,) = results(out)
+    assert got["success"] and got["status"] == "done"
+    assert not (out / "desktops").exists() and desktop.running
+    written = b"".join(p.read_bytes() for p in out.rglob("*") if p.is_file())
+    assert desktop.password.encode() not in written
