@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from vnc_use.errors import ConfigError
 from vnc_use.evaluation.results import wilson_interval
 from vnc_use.evaluation.tasks import Task, load_tasks, suite_path
 from vnc_use.testing.desktop import TestDesktop
@@ -316,10 +317,21 @@ def test_a_bad_task_file_is_one_line_naming_the_entry_and_field(
 ) -> None:
     path = tmp_path / f"tasks{suffix}"
     path.write_text(text, "utf-8")
-    done = run_cli(["eval", str(path), "--out", str(tmp_path / "out")], timeout=30)
+    with pytest.raises(ConfigError) as caught:
+        load_tasks(path)
+    message = str(caught.value)
+    assert "\n" not in message and expected in message and str(path) in message
+
+
+def test_a_bad_task_file_on_the_command_line(tmp_path: Path) -> None:
+    path = tmp_path / "tasks.yaml"
+    path.write_text("- id: a\n  task: t\n  check: 'true'\n  step_limit: -1\n", "utf-8")
+    done = run_cli(["eval", str(path), "--out", str(tmp_path / "out")], timeout=60)
     assert done.returncode == 2
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and expected in lines[0] and str(path) in lines[0], done.stderr
+    assert done.stderr.strip().splitlines() == [
+        f"vnc-use: {path}: entry 1 (id 'a'): field 'step_limit': input should be greater than "
+        "or equal to 1"
+    ]
     assert not (tmp_path / "out").exists(), "nothing starts for a bad file"
 
 
