@@ -68,6 +68,10 @@ def _cell(name: str, result: TaskResult) -> str:
     return f'<td{cls} data-sort="{sort}">{html.escape(text)}</td>'
 
 
+def _number(value: Any) -> str:
+    return "-" if value is None else f"{float(value):.1f}"
+
+
 def _summary(summary: dict[str, Any]) -> str:
     rate = summary.get("success_rate")
     low, high = summary.get("success_rate_95", [0, 1])
@@ -76,7 +80,7 @@ def _summary(summary: dict[str, Any]) -> str:
         "passed": f"{summary['passed']} of {summary['runs']} runs ({summary['tasks']} tasks)",
         "success rate": "-" if rate is None else f"{rate:.1%} (95 % CI {low:.1%} to {high:.1%})",
         "median steps": str(summary.get("median_steps")),
-        "median seconds": str(summary.get("median_seconds")),
+        "median seconds": _number(summary.get("median_seconds")),
         "outcomes": ", ".join(f"{k} {v}" for k, v in summary["outcomes"].items() if v),
         "vnc-use": str(summary.get("version")),
     }

@@ -93,6 +93,10 @@ def _median(values: Iterable[float]) -> float | None:
     return statistics.median(data) if data else None
 
 
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
+
+
 def summarize(
     results: Sequence[TaskResult],
     *,
@@ -114,7 +118,7 @@ def summarize(
         "success_rate": passed / len(results) if results else None,
         "success_rate_95": [round(low, 4), round(high, 4)],
         "median_steps": _median(r.steps for r in results),
-        "median_seconds": _median(r.seconds for r in results),
+        "median_seconds": _round(_median(r.seconds for r in results)),
         "outcomes": {name: counts.get(name, 0) for name in OUTCOMES},
         **about,
     }
