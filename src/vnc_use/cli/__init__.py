@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from vnc_use import __version__
 from vnc_use.cli import desktop as desktop_commands
+from vnc_use.cli import eval as eval_commands
 from vnc_use.cli import mcp as mcp_commands
 from vnc_use.cli import report as report_commands
 from vnc_use.cli import run as run_commands
@@ -44,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     desktop_commands.register(sub)
     report_commands.register(sub)
     mcp_commands.register(sub)
+    eval_commands.register(sub)
     return parser
 
 

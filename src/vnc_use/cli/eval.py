@@ -1,0 +1,256 @@
+"""``vnc-use eval``: run a task suite over a pool of desktops and report the success rate.
+
+    vnc-use eval tasks.yaml --desktops 2 --out eval-out
+    vnc-use eval --suite builtin --desktops 2 --out eval-out
+
+Progress: on a terminal, one live line per desktop and an overall bar (rich); otherwise one
+line per finished task run. Ctrl-C stops cleanly (the runs in progress stop at their next
+step and are not recorded); the same command again goes on where it stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from vnc_use import config
+from vnc_use.cli.common import EXIT_DONE, EXIT_ERROR, EXIT_INTERRUPTED
+from vnc_use.desktops.local import parse_size
+from vnc_use.errors import ConfigError
+
+__all__ = ["command", "register"]
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} must be 1 or more")
+    return value
+
+
+def register(sub: Any) -> None:
+    """Add ``eval`` to the sub-command parsers."""
+    p = sub.add_parser("eval", help="run a task suite over desktops and report the success rate")
+    p.add_argument("tasks", nargs="?", default=None, metavar="TASKS", help="YAML or JSONL file")
+    p.add_argument("--suite", default=None, metavar="NAME", help="a built-in suite: builtin")
+    p.add_argument("--out", required=True, metavar="DIR", help="results folder (rerun: resume)")
+    p.add_argument("--desktops", type=_positive_int, default=1, metavar="N")
+    p.add_argument("--repeat", type=_positive_int, default=1, metavar="K")
+    p.add_argument("--only", nargs="+", default=None, metavar="ID", help="run these tasks only")
+    p.add_argument(
+        "--reuse-desktops",
+        action="store_true",
+        help="keep each desktop between tasks (default: a fresh desktop per task)",
+    )
+    p.add_argument(
+        "--vnc",
+        action="append",
+        default=None,
+        metavar="ADDR",
+        help="use this running desktop instead of starting local ones (repeat for several; "
+        "password from VNC_PASSWORD)",
+    )
+    p.add_argument("--size", default="1280x800", metavar="WxH", help="local desktops' size")
+    hitl = p.add_mutually_exclusive_group()
+    hitl.add_argument(
+        "--no-hitl",
+        action="store_true",
+        help="(the default) an action that asks for confirmation ends the task as denied",
+    )
+    hitl.add_argument(
+        "--approve-all", action="store_true", help="approve every action that asks for it"
+    )
+    p.add_argument("--step-limit", type=_positive_int, default=15, metavar="N")
+    p.add_argument("--timeout", type=float, default=300.0, metavar="S", help="seconds per task")
+    p.add_argument("--provider", default=None, metavar="NAME")
+    p.add_argument("--model", default=None)
+    p.add_argument("--base-url", default=None, metavar="URL")
+    p.add_argument("--dialect", default=None, metavar="NAME")
+    p.add_argument("--environment", choices=("browser", "desktop"), default=None)
+    p.add_argument("--model-family", default=None, metavar="NAME")
+    p.add_argument("--keep-browser-actions", action="store_true")
+    p.add_argument("--api-version", default=None, metavar="VERSION")
+    p.add_argument("--keep-screenshots", type=int, default=None, metavar="N")
+    p.add_argument("--exclude", nargs="+", default=[], metavar="NAME", help="actions to forbid")
+    p.add_argument("--quiet", action="store_true", help="print only the summary")
+    p.set_defaults(func=command)
+
+
+def _task_file(args: argparse.Namespace) -> Any:
+    from vnc_use.evaluation.tasks import load_tasks, suite_path
+
+    if (args.tasks is None) == (args.suite is None):
+        raise ConfigError("give a task file (vnc-use eval TASKS ...) or --suite builtin, not both")
+    return load_tasks(args.tasks or suite_path(args.suite), only=args.only)
+
+
+def _agent_options(args: argparse.Namespace) -> dict[str, Any]:
+    options: dict[str, Any] = {
+        "provider": args.provider,
+        "model": args.model,
+        "base_url": args.base_url,
+        "dialect": args.dialect,
+        "environment": args.environment,
+        "model_family": args.model_family,
+        "keep_browser_actions": args.keep_browser_actions,
+        "api_version": args.api_version,
+        "keep_screenshots": args.keep_screenshots,
+        "excluded_actions": args.exclude or None,
+    }
+    return {k: v for k, v in options.items() if v is not None}
+
+
+def _slots(args: argparse.Namespace, out: Path) -> list[Any]:
+    from vnc_use.evaluation.desktops import LocalSlot, VncSlot
+
+    if args.vnc:
+        password = config.vnc_password() or None
+        return [VncSlot(f"vnc-{i + 1}", addr, password) for i, addr in enumerate(args.vnc)]
+    size = parse_size(args.size)
+    return [  # absolute: Xvnc and the commands run in another folder
+        LocalSlot(out.resolve() / "desktops" / f"desktop-{i + 1}", size, reuse=args.reuse_desktops)
+        for i in range(args.desktops)
+    ]
+
+
+class _Display:
+    """One live line per desktop and an overall bar (terminal), else a line per result."""
+
+    def __init__(self, slots: list[str], total: int, done: int, quiet: bool) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+        self.console = Console()
+        self.quiet = quiet
+        self.lock = threading.Lock()
+        self.lines = dict.fromkeys(slots, "idle")
+        self.progress = Progress(
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn()
+        )
+        self.overall = self.progress.add_task("all tasks", total=total, completed=done)
+        self.live: Any = None
+        if self.console.is_terminal and not quiet:
+            from rich.live import Live
+
+            self.live = Live(
+                console=self.console, get_renderable=self._render, refresh_per_second=4
+            )
+
+    def _render(self) -> Any:
+        from rich.console import Group
+        from rich.text import Text
+
+        rows = [
+            Text(f"{name}: {text}", overflow="ellipsis", no_wrap=True)
+            for name, text in self.lines.items()
+        ]
+        return Group(*rows, self.progress)
+
+    def __enter__(self) -> _Display:
+        if self.live is not None:
+            self.live.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.live is not None:
+            self.live.stop()
+
+    def __call__(self, kind: str, fields: dict[str, Any]) -> None:
+        with self.lock:
+            if kind == "slot":
+                self.lines[fields["slot"]] = fields["text"]
+            elif kind == "result":
+                r = fields["result"]
+                self.progress.advance(self.overall)
+                if not self.quiet:
+                    why = f" ({r.error})" if r.error and not r.success else ""
+                    self.console.print(
+                        f"{r.id} #{r.repeat}: {r.outcome} in {r.steps} steps, "
+                        f"{r.seconds:.1f} s{why}",
+                        markup=False,
+                        highlight=False,
+                    )
+
+
+@contextmanager
+def _stop_on_ctrl_c(evaluation: Any) -> Iterator[None]:
+    """First Ctrl-C: start no new task, stop the running ones at their next step."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        print(
+            "\nvnc-use: stopping the evaluation (Ctrl-C again to stop at once); run the same "
+            "command again to go on",
+            file=sys.stderr,
+            flush=True,
+        )
+        evaluation.stop()
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def command(args: argparse.Namespace) -> int:
+    """Run the evaluation; 0 when every planned task run has a result, 130 when stopped."""
+    from vnc_use.evaluation.runner import AgentRunner
+    from vnc_use.evaluation.suite import Evaluation
+    from vnc_use.providers.registry import make_planner
+
+    tasks = _task_file(args)
+    out = Path(args.out)
+    options = _agent_options(args)
+    planner_keys = ("provider", "model", "base_url", "dialect", "environment", "model_family")
+    chosen: dict[str, Any] = {k: options.get(k) for k in planner_keys}
+    make_planner(**chosen).check_ready()  # a missing key fails before any desktop starts
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cannot create --out {out} ({exc.strerror}); choose another") from None
+    runner = AgentRunner(
+        out / "runs",
+        options,
+        step_limit=args.step_limit,
+        seconds_timeout=args.timeout,
+        approve_all=args.approve_all,
+    )
+    slots = _slots(args, out)
+    evaluation = Evaluation(tasks, out, slots, runner, repeat=args.repeat)
+    planned, pending = len(evaluation.planned), len(evaluation.pending())
+    if pending < planned and not args.quiet:
+        print(f"{planned - pending} of {planned} task runs already done in {out}; skipping them")
+    display = _Display([s.name for s in slots], planned, planned - pending, args.quiet)
+    evaluation.on_event = display
+    with display, _stop_on_ctrl_c(evaluation):
+        try:
+            summary = evaluation.run()
+        except KeyboardInterrupt:  # a second Ctrl-C: the runs stopped at once
+            summary = evaluation.write_summary()
+    _print_summary(summary, out)
+    for failure in evaluation.failures:
+        print(f"vnc-use: {failure}", file=sys.stderr)
+    if evaluation.stopped:
+        return EXIT_INTERRUPTED
+    return EXIT_DONE if summary["complete"] else EXIT_ERROR
+
+
+def _print_summary(summary: dict[str, Any], out: Path) -> None:
+    rate = summary["success_rate"]
+    low, high = summary["success_rate_95"]
+    shown = "-" if rate is None else f"{rate:.1%} (95% CI {low:.1%}-{high:.1%})"
+    outcomes = ", ".join(f"{k} {v}" for k, v in summary["outcomes"].items() if v)
+    print(f"passed {summary['passed']} of {summary['runs']} runs: {shown}; {outcomes or 'no runs'}")
+    print(f"results: {out / 'results.jsonl'}  summary: {out / 'summary.json'}")
+    print(f"table: {out / 'index.html'}")

@@ -1,0 +1,208 @@
+"""Running one task on one desktop: setup, the agent, the check.
+
+:func:`run_task` is the unit an evaluation repeats. The agent's part goes through a
+:class:`TaskRunner`: :class:`AgentRunner` runs :class:`~vnc_use.agent.VncUseAgent` in this
+process; a runner that sends the task to a LangGraph Server as a thread fits the same protocol
+(``run`` returns an :class:`AgentOutcome`, ``stop`` ends what runs).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from vnc_use.errors import VncUseError
+from vnc_use.evaluation.desktops import EvalDesktop
+from vnc_use.evaluation.results import Outcome, TaskResult
+from vnc_use.evaluation.shell import Commands
+from vnc_use.evaluation.tasks import Task
+from vnc_use.status import RunStatus
+
+__all__ = ["AgentOutcome", "AgentRunner", "TaskRunner", "outcome_for", "run_task"]
+
+#: Outcome of a run whose check failed, by the run's status.
+_FAILED_AS: dict[str, Outcome] = {
+    RunStatus.DONE: "failed",
+    RunStatus.DENIED: "denied",
+    RunStatus.AWAITING_APPROVAL: "denied",
+    RunStatus.BLOCKED: "blocked",
+    RunStatus.STEP_LIMIT: "budget",
+    RunStatus.TIMEOUT: "budget",
+}
+
+
+@dataclass(frozen=True)
+class AgentOutcome:
+    """How the agent's run of a task ended."""
+
+    status: str
+    steps: int
+    thread_id: str
+    report: str | None
+    error: str | None = None
+
+
+class TaskRunner(Protocol):
+    """Runs the agent on a task; thread-safe (one call per worker at a time)."""
+
+    def run(
+        self, task: Task, desktop: EvalDesktop, thread_id: str, say: Callable[[str], None]
+    ) -> AgentOutcome:
+        """Run ``task`` on ``desktop`` as run ``thread_id`` until it ends; ``say`` shows how
+        it goes (one short line at a time)."""
+        ...
+
+    def stop(self) -> None:
+        """Stop every run in progress at its next step boundary (status ``interrupted``)."""
+        ...
+
+    def describe(self) -> dict[str, Any]:
+        """``provider`` and ``model`` (for summary.json)."""
+        ...
+
+
+class AgentRunner:
+    """:class:`~vnc_use.agent.VncUseAgent` in this process, one per task.
+
+    ``agent_options`` are the agent's keyword arguments shared by every task (provider,
+    model, ...); ``step_limit`` and ``seconds_timeout`` are the defaults a task may override.
+    With ``approve_all`` every action that asks for confirmation is approved; otherwise such an
+    action ends the task as denied.
+    """
+
+    def __init__(
+        self,
+        runs_dir: Path,
+        agent_options: dict[str, Any],
+        *,
+        step_limit: int,
+        seconds_timeout: float,
+        approve_all: bool = False,
+    ) -> None:
+        self.runs_dir = runs_dir
+        self.options = agent_options
+        self.step_limit = step_limit
+        self.seconds_timeout = seconds_timeout
+        self.approve_all = approve_all
+        self._live: set[Any] = set()
+        self._lock = threading.Lock()
+        self._stopped = False
+
+    def describe(self) -> dict[str, Any]:
+        from vnc_use.providers.registry import make_planner
+
+        keys = ("provider", "model", "base_url", "dialect", "environment", "model_family")
+        chosen: dict[str, Any] = {k: self.options.get(k) for k in keys}
+        planner = make_planner(**chosen)
+        settings = planner.run_settings()
+        return {
+            "provider": self.options.get("provider") or settings.get("provider") or "gemini",
+            "model": settings.get("model"),
+        }
+
+    def run(
+        self, task: Task, desktop: EvalDesktop, thread_id: str, say: Callable[[str], None]
+    ) -> AgentOutcome:
+        from vnc_use.agent import VncUseAgent
+
+        def on_event(event: dict[str, Any]) -> None:
+            if event.get("event") == "action":
+                say(f"step {event.get('step')}: {event.get('name')}")
+
+        with VncUseAgent(
+            vnc_server=desktop.server,
+            vnc_password=desktop.password,
+            runs_dir=self.runs_dir,
+            step_limit=task.step_limit or self.step_limit,
+            seconds_timeout=task.timeout or self.seconds_timeout,
+            hitl_mode=self.approve_all,
+            on_event=on_event,
+            **self.options,
+        ) as agent:
+            with self._lock:
+                if self._stopped:
+                    return AgentOutcome(RunStatus.INTERRUPTED, 0, thread_id, None)
+                self._live.add(agent)
+            try:
+                result = agent.run(task=task.task, thread_id=thread_id)
+                while result.status == RunStatus.AWAITING_APPROVAL and not self._stopped:
+                    result = agent.approve(thread_id)
+            finally:
+                with self._lock:
+                    self._live.discard(agent)
+        report = Path(result.run_dir) / "report.html"
+        return AgentOutcome(
+            str(result.status),
+            result.steps,
+            thread_id,
+            str(report) if report.exists() else None,
+            result.error,
+        )
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stopped = True
+            for agent in self._live:
+                agent.request_stop()
+
+
+def outcome_for(status: str, check_passed: bool) -> Outcome:
+    """The result's outcome from the run's status and whether the check passed."""
+    if check_passed:
+        return "passed"
+    return _FAILED_AS.get(RunStatus(status), "failed")
+
+
+def run_task(
+    task: Task,
+    repeat: int,
+    desktop: EvalDesktop,
+    runner: TaskRunner,
+    *,
+    thread_id: str,
+    log: Path,
+    extra_env: dict[str, str],
+    say: Callable[[str], None] = lambda _: None,
+) -> TaskResult | None:
+    """Setup, the agent, the check; None when the run was stopped before it ended."""
+    started = time.monotonic()
+    commands = Commands({**desktop.env, **extra_env}, log, cwd=desktop.home)
+
+    def result(outcome: Outcome, **fields: Any) -> TaskResult:
+        return TaskResult(
+            id=task.id,
+            repeat=repeat,
+            success=outcome == "passed",
+            outcome=outcome,
+            seconds=round(time.monotonic() - started, 3),
+            thread_id=thread_id,
+            **fields,
+        )
+
+    try:
+        for command in task.setup:
+            say("setup")
+            done = commands.run(command, task.command_timeout)
+            if not done.ok:
+                return result("setup_failed", error=f"setup {done.describe()}; see {log}")
+        say("agent")
+        try:
+            run = runner.run(task, desktop, thread_id, say)
+        except VncUseError as exc:  # the desktop or the model could not be reached
+            return result("error", status=RunStatus.ERROR, error=str(exc))
+        if run.status == RunStatus.INTERRUPTED:
+            return None
+        common = {"status": run.status, "steps": run.steps, "report": run.report}
+        if run.status == RunStatus.ERROR:
+            return result("error", error=run.error, **common)
+        say("check")
+        check = commands.run(task.check, task.command_timeout)
+        problems = [] if check.ok else [f"check {check.describe()}", run.error]
+        error = "; run: ".join(p for p in problems if p) or None
+        return result(outcome_for(run.status, check.ok), error=error, **common)
+    finally:
+        commands.stop()
