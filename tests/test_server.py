@@ -9,8 +9,11 @@ worker), two TigerVNC desktops with the probe app, and the Gemini stand-in behin
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
+import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,7 +32,7 @@ from vnc_use.testing.gemini_standin import (
 )
 from vnc_use.testing.langgraph_dev import LangGraphDev
 
-from cli_tools import run_cli
+from cli_tools import CLI, run_cli
 from desktop_fixtures import Probe
 from gemini_fixtures import DUMMY_API_KEY
 
@@ -37,20 +40,36 @@ pytestmark = pytest.mark.desktop
 
 GRAPH = "vnc_use"
 README = Path(__file__).resolve().parents[1] / "README.md"
-_TASK = re.compile(r"click grid (\d+),(\d+)( slowly)?( confirm)?")
+_TASK = re.compile(r"click grid (\d+),(\d+)( slowly)?( confirm)?( hold)?")
+
+
+class _Hold:
+    """A run whose task says ``hold`` thinks (holding its desktop's lease: the lease covers
+    model calls) until the test lets it go."""
+
+    def __init__(self) -> None:
+        self.thinking = threading.Event()
+        self.release = threading.Event()
+
+
+_hold = _Hold()
 
 
 def _model(request: dict[str, Any], index: int) -> Reply:
     """The scripted model: the task says where to click, whether to ask first, and whether to
-    think slowly (so that concurrent runs overlap); after the click's result it is done."""
+    think slowly (so that concurrent runs overlap) or until released (``hold``); after the
+    click's result it is done."""
     contents = request.get("contents") or []
     found = _TASK.search(json.dumps(contents))
     assert found is not None, "every test task says where to click"
-    x, y, slowly, confirm = found.groups()
+    x, y, slowly, confirm, hold = found.groups()
     if slowly:
         time.sleep(1.0)
     if any(c.get("role") == "model" for c in contents):
         return Reply.text("clicked")
+    if hold:
+        _hold.thinking.set()
+        assert _hold.release.wait(60), "the test never let the holding run go"
     args: dict[str, Any] = {"x": int(x), "y": int(y)}
     if confirm:
         args["safety_decision"] = require_confirmation("Clicking changes the probe.")
@@ -98,6 +117,10 @@ def _presses(probe: Probe) -> list[tuple[int, int]]:
     return [(e["x"], e["y"]) for e in probe.log.events("press")]
 
 
+def _events(folder: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (folder / "events.jsonl").read_text().splitlines()]
+
+
 def test_a_run_pauses_for_the_inbox_and_an_accept_lands_its_click(
     server: LangGraphDev, probe: Probe, runs: Path
 ) -> None:
@@ -111,6 +134,10 @@ def test_a_run_pauses_for_the_inbox_and_an_accept_lands_its_click(
         context=_spec(probe, "VNC_PASSWORD_A", runs),
     )
     client.runs.join(tid, run["run_id"])
+    folder = runs / tid
+    paused = [e for e in _events(folder) if e["event"] == "run_paused"]
+    assert [e["pending_call"]["name"] for e in paused] == ["click_at"]
+    assert (folder / "report.html").exists()  # written at the pause, as for a local run
 
     waiting = client.threads.search(status="interrupted", limit=100)
     assert tid in [t["thread_id"] for t in waiting]
@@ -142,7 +169,18 @@ def test_a_run_pauses_for_the_inbox_and_an_accept_lands_its_click(
     assert "approved" in kinds and "action" in kinds  # what the terminal shows, streamed
     action = next(e for e in events if e["event"] == "action")
     assert action["pixels"] == {"x": pixel[0], "y": pixel[1]}
-    assert (runs / tid / "run.json").exists()  # the run folder is on the server's side
+    # the run folder on the server's side is a local run's: run.json with the task and the
+    # outcome, run_started .. run_paused .. run_ended, the report
+    task = f"click grid {gx},{gy} confirm"
+    recorded = json.loads((folder / "run.json").read_text())
+    assert recorded["task"] == task and recorded["status"] == "done"
+    kinds = [e["event"] for e in _events(folder)]
+    assert kinds[0] == "run_started" and kinds[-1] == "run_ended"
+    assert kinds.count("run_started") == 1 and "run_paused" in kinds
+    started, ended = _events(folder)[0], _events(folder)[-1]
+    assert started["task"] == task and started["vnc_server"] == probe.desktop.server
+    assert ended["status"] == "done" and ended["steps"] == 1
+    assert "clicked" in (folder / "report.html").read_text()
     # and so is the journal: in the runs folder's database (no VNC_USE_DATABASE_URL here)
     storage = open_storage(None, runs)
     try:
@@ -250,6 +288,10 @@ def test_the_readme_server_commands(server: LangGraphDev, probe: Probe, tmp_path
     approved = run_cli(on(approve))
     assert approved.returncode == 0, approved.stderr
     assert "approved by person" in approved.stdout and "step 1: click_at" in approved.stdout
+    # the server is on this machine: the report it wrote is named where this machine finds it
+    report = re.search(r"^report: (\S+)$", approved.stdout, re.M)
+    assert report is not None, approved.stdout
+    assert Path(report.group(1)).is_file() and Path(report.group(1)).parent.name == tid
     assert _presses(probe) == [pixel]
     denied = run_cli(on(deny))
     assert denied.returncode == 2 and "not waiting for an approval" in denied.stderr
@@ -365,3 +407,112 @@ def test_the_server_publishes_the_graphs_schemas(server: LangGraphDev) -> None:
     context = schemas["context_schema"]["properties"]
     assert {"vnc_server", "vnc_password_env", "sensitive_names", "keep_screenshots"} <= set(context)
     assert not [name for name in context if "password" in name and not name.endswith("_env")]
+
+
+@pytest.fixture
+def hold() -> Iterator[_Hold]:
+    """A fresh hold for this test; let go whatever happens."""
+    global _hold
+    _hold = _Hold()
+    try:
+        yield _hold
+    finally:
+        _hold.release.set()
+
+
+def _local_run(
+    model: GeminiStandIn, probe: Probe, runs: Path, task: str, *extra: str
+) -> subprocess.Popen[str]:
+    """A local ``vnc-use run`` (no server) on ``probe``'s desktop, runs folder ``runs``."""
+    env = {
+        **os.environ,
+        "PYTHONUNBUFFERED": "1",
+        "VNC_PASSWORD": probe.desktop.password,
+        "GOOGLE_API_KEY": DUMMY_API_KEY,
+        "GOOGLE_GEMINI_BASE_URL": model.base_url,
+    }
+    env.pop("VNC_USE_DATABASE_URL", None)
+    argv = [*CLI, "run", "--vnc", probe.desktop.server, "--runs-dir", str(runs), "--task", task]
+    return subprocess.Popen(
+        [*argv, *extra],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_a_local_run_waits_for_a_served_run_on_its_desktop(
+    server: LangGraphDev, model: GeminiStandIn, probe: Probe, runs: Path, hold: _Hold
+) -> None:
+    """A served run holds its desktop's lease while it acts (model calls included): a local
+    run on that desktop waits, and acts only after the served run ended."""
+    client = get_sync_client(url=server.url, api_key=None)
+    gx, gy, first = _grid(probe)
+    tid = client.threads.create()["thread_id"]
+    run = client.runs.create(
+        tid,
+        GRAPH,
+        input={"task": f"click grid {gx},{gy} hold"},
+        context=_spec(probe, "VNC_PASSWORD_A", runs),
+    )
+    assert hold.thinking.wait(60), "the served run never asked the model"
+    local = _local_run(model, probe, runs, f"click grid {gx - 100},{gy}", "--thread-id", "later")
+    try:
+        assert local.stdout is not None
+        # the local run says it waits, naming the holder
+        said = [local.stdout.readline()]
+        while said[-1] and "waiting_for_desktop" not in said[-1]:
+            said.append(local.stdout.readline())
+        assert f"is in use by run {tid}" in said[-1], said
+        hold.release.set()
+        client.runs.join(tid, run["run_id"])
+        out, err = local.communicate(timeout=60)
+    finally:
+        if local.poll() is None:
+            local.kill()
+            local.wait(10)
+    assert local.returncode == 0, out + err
+    second = ((gx - 100) * probe.size[0] // 1000, first[1])
+    assert _presses(probe) == [first, second]  # one after the other, never interleaved
+    served_end = _events(runs / tid)[-1]
+    assert served_end["event"] == "run_ended" and served_end["status"] == "done"
+    local_start = next(e for e in _events(runs / "later") if e["event"] == "run_started")
+    assert served_end["ts"] <= local_start["ts"]
+
+
+def test_a_served_run_gives_up_on_a_leased_desktop_after_its_lease_timeout(
+    server: LangGraphDev, model: GeminiStandIn, probe: Probe, runs: Path, hold: _Hold
+) -> None:
+    """``--lease-timeout`` goes to the server in the run spec: a served run on a desktop a
+    local run holds waits that long, then fails with the lease message naming the holder."""
+    gx, gy, first = _grid(probe)
+    local = _local_run(model, probe, runs, f"click grid {gx},{gy} hold", "--thread-id", "holder")
+    try:
+        assert hold.thinking.wait(60), "the local run never asked the model"
+        argv = served_run(server.url, probe, runs, f"click grid {gx - 100},{gy}")
+        served = run_cli([*argv, "--lease-timeout", "0.5"])
+        hold.release.set()
+        out, err = local.communicate(timeout=60)
+    finally:
+        if local.poll() is None:
+            local.kill()
+            local.wait(10)
+    assert served.returncode == 1, served.stdout + served.stderr
+    assert "status: error" in served.stdout and "report:" not in served.stdout  # none made
+    assert (
+        f"the desktop {probe.desktop.server} is in use by run holder (waited 0.5 s for it)"
+        in served.stderr
+    )
+    assert local.returncode == 0, out + err
+    assert _presses(probe) == [first]  # the served run never acted
+
+
+@pytest.mark.parametrize("option", [["--view"], ["--reconnect-window", "5"]])
+def test_options_that_cannot_apply_on_a_server_are_refused(option: list[str]) -> None:
+    where = ["--vnc", "127.0.0.1::5999", "--vnc-password-env", "VNC_PASSWORD"]
+    result = run_cli(["run", "--server", "http://127.0.0.1:9", *where, *option, "--task", "x"])
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1
+    assert f"{option[0]} cannot apply with --server" in result.stderr

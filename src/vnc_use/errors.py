@@ -52,3 +52,13 @@ class ApiError(PlannerError):
 
 class StorageError(VncUseError):
     """The checkpoint database (SQLite or PostgreSQL) could not be opened or reached."""
+
+
+class ServedRunError(RuntimeError):
+    """A served run's failure (a :class:`VncUseError`: one line, no secret) as LangGraph Server
+    shows it to clients: the server passes a ``RuntimeError``'s message on and hides other
+    exceptions' messages ("An internal error occurred"). ``kind`` names the original error."""
+
+    def __init__(self, error: VncUseError) -> None:
+        super().__init__(str(error))
+        self.kind = type(error).__name__

@@ -91,15 +91,31 @@ def _bound(
 Graph = StateGraph[CUAState, RunSpec, CUAState, CUAState]
 
 
-def build_graph(live: AgentContext | None = None) -> Graph:
+def build_graph(
+    live: AgentContext | None = None, on_start: Callable[[CUAState], None] | None = None
+) -> Graph:
     """The agent's graph, uncompiled; its nodes act with ``live`` (the run's desktop, model,
-    run folder and journal). Without it, the same topology for state reads and drawing."""
+    run folder and journal). Without it, the same topology for state reads and drawing.
+
+    ``on_start(state)`` is called once when a new run's input (its task) enters the graph,
+    before any node: a host that does not see the input itself (the LangGraph Server factory)
+    records the run's start there. It changes nothing in the topology."""
     g: Graph = StateGraph(CUAState, context_schema=RunSpec)
+    start = _bound(route_start, live)
+    if on_start is not None:
+        routed = start
+
+        def start(state: CUAState, runtime: Runtime[Any]) -> str:
+            on_start(state)
+            return routed(state, runtime)
+
+        start.__name__ = "route_start"  # the same branch as without a hook
+
     g.add_node("observe", _bound(observe, live))
     g.add_node("propose", _bound(propose, live))
     g.add_node("hitl_gate", _bound(hitl_gate, live), destinations=("act", END))
     g.add_node("act", _bound(act, live))
-    g.add_conditional_edges(START, _bound(route_start, live), ["observe", "propose"])
+    g.add_conditional_edges(START, start, ["observe", "propose"])
     g.add_edge("observe", "propose")
     g.add_conditional_edges("propose", route_next, ["hitl_gate", "act", "propose", END])
     g.add_conditional_edges("act", route_next, ["hitl_gate", "act", "propose", END])

@@ -33,6 +33,7 @@ from vnc_use.agent import approval as safety
 from vnc_use.agent.graph import AgentContext, AgentSettings, build_graph
 from vnc_use.agent.journal import import_jsonl
 from vnc_use.agent.lease import DEFAULT_LEASE_TIMEOUT
+from vnc_use.agent.outcome import record_outcome, run_outcome
 from vnc_use.agent.spec import RunSpec
 from vnc_use.agent.state import CUAState, RunResult
 from vnc_use.agent.storage import CHECKPOINT_DB, open_storage, storage_for_checkpointer
@@ -55,7 +56,6 @@ from vnc_use.providers.registry import make_planner
 from vnc_use.record.folder import RunFolder, check_thread_id
 from vnc_use.record.report import ReportOnRunEnd
 from vnc_use.replay.compare import DEFAULT_TOLERANCE
-from vnc_use.status import RunStatus
 
 if TYPE_CHECKING:  # imported when first connecting: Twisted stays out of desktop= runs
     from vnc_use.desktops.vnc import VNCController
@@ -650,41 +650,17 @@ class VncUseAgent:
         interrupted: bool = False,
     ) -> RunResult:
         snap = self._snapshot(thread_id)
-        values: CUAState = snap.values
-        pending: dict[str, Any] | None = None
-        status = RunStatus(values.get("status", RunStatus.RUNNING))
-        if error is not None:
-            status = RunStatus.ERROR
-        elif interrupted and snap.next:
-            status = RunStatus.INTERRUPTED
-            error = f"stopped on request; continue with 'vnc-use resume {thread_id}'"
-        elif snap.interrupts:
-            status = RunStatus.AWAITING_APPROVAL
-            pending = dict(snap.interrupts[0].value)
-        elif snap.next or status == RunStatus.RUNNING:  # stopped mid-way (a crash): resumable
-            status = RunStatus.ERROR
-            error = "the run stopped before finishing; continue it with resume()"
-        result = RunResult(
-            status=status,
+        result = run_outcome(
+            snap.values,
+            snap.next,
+            [i.value for i in snap.interrupts],
             thread_id=thread_id,
             run_dir=str(folder.path),
-            final_text=values.get("final_text", ""),
-            transcript=list(values.get("transcript", [])),
-            steps=values.get("step", 0),
-            error=error or values.get("error"),
-            pending_call=pending,
+            error=error,
+            interrupted=interrupted,
         )
         if emit:
-            folder.event(
-                "run_" + ("paused" if status == RunStatus.AWAITING_APPROVAL else "ended"),
-                status=status.value,
-                steps=result.steps,
-                final_text=result.final_text,
-                error=result.error,
-                pending_call=pending,
-            )
-            # run.json says how the run stands too (the settings file a person opens first)
-            folder.update_json("run.json", status=status.value, reason=result.error)
+            record_outcome(folder, result)
         return result
 
 

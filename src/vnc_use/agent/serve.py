@@ -19,36 +19,40 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import threading
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
+from langgraph.types import StateSnapshot
 
 from vnc_use import config as env
 from vnc_use.agent.context import AgentContext
 from vnc_use.agent.graph import build_graph
 from vnc_use.agent.lease import Lease
-from vnc_use.agent.spec import RunSpec
-from vnc_use.agent.state import CUAState
+from vnc_use.agent.outcome import record_outcome, run_outcome
+from vnc_use.agent.spec import SPEC_NAMESPACE, RunSpec
+from vnc_use.agent.state import CUAState, RunResult
 from vnc_use.agent.storage import Storage, open_storage
 from vnc_use.agent.stream import to_custom_stream
 from vnc_use.desktops.base import Desktop
 from vnc_use.desktops.region import ScreenRegion
-from vnc_use.errors import ConfigError
+from vnc_use.errors import ConfigError, ServedRunError, VncUseError
 from vnc_use.record.folder import RunFolder
+from vnc_use.record.report import ReportOnRunEnd
 
 if TYPE_CHECKING:  # the server resolves the annotation with its own ServerRuntime
     from langgraph_sdk.runtime import ServerRuntime
 
 __all__ = ["SPEC_NAMESPACE", "LiveRun", "make_graph", "open_live"]
-
-SPEC_NAMESPACE = ("vnc_use", "run_spec")
-"""Where the server's store keeps each thread's run spec (key: the thread id)."""
 
 Compiled = CompiledStateGraph[CUAState, RunSpec, CUAState, CUAState]
 
@@ -61,6 +65,50 @@ class LiveRun:
     desktop: Desktop
     storage: Storage
     lease: Lease
+    spec: RunSpec
+
+    @property
+    def folder(self) -> RunFolder:
+        return self.context.run
+
+    def started(self, state: CUAState) -> None:
+        """A new run's task entered the graph: ``run_started`` and the task in ``run.json``,
+        as a local run records them (the factory never sees the run's input itself)."""
+        task = state.get("task", "")
+        thread_id = self.folder.thread_id
+        security = _security_json(getattr(self.desktop, "security", None))
+        self.folder.update_json(
+            "run.json", task=task, started=time.time(), security=security, status="running"
+        )
+        self.folder.event(
+            "run_started",
+            thread_id=thread_id,
+            task=task,
+            vnc_server=self.spec.vnc_server,
+            security=security,
+        )
+
+    def finish(self, snap: StateSnapshot | None, error: BaseException | None) -> RunResult:
+        """The leg paused or ended (``error``: what stopped it): ``run_paused`` /
+        ``run_ended`` and the status in ``run.json``; the report follows (blocking)."""
+        message = None
+        interrupted = isinstance(error, asyncio.CancelledError)
+        if error is not None and not interrupted:
+            message = str(error) or type(error).__name__
+            self.folder.event("error", message=message, kind=type(error).__name__)
+        thread_id = self.folder.thread_id
+        result = run_outcome(
+            dict(snap.values) if snap is not None else {},
+            snap.next if snap is not None else (),
+            [i.value for i in snap.interrupts] if snap is not None else [],
+            thread_id=thread_id,
+            run_dir=str(self.folder.path),
+            error=message,
+            interrupted=interrupted,
+            resume_hint=f"a new run on the thread (vnc-use resume --server URL {thread_id})",
+        )
+        record_outcome(self.folder, result)
+        return result
 
     def close(self) -> None:
         """Disconnect from the desktop, give its lease back and close the journal (blocking:
@@ -85,20 +133,23 @@ def open_live(spec: RunSpec, thread_id: str) -> LiveRun:
     sensitive = _sensitive_values(spec.sensitive_names)
     planner = spec.planner()
     planner.check_ready()
-    folder = RunFolder(
-        Path(spec.runs_dir),
-        thread_id,
-        secrets=[password, *env.secret_values(), *sensitive.values()],
-    )
-    folder.add_listener(to_custom_stream)
-    if not (folder.path / "run.json").exists():
-        folder.write_json("run.json", {"thread_id": thread_id, "served": True, **spec.to_json()})
     # the journal and the desktop's lease live in the database the server's environment names
-    # (VNC_USE_DATABASE_URL), else in the runs folder's SQLite file, as for a local run
+    # (VNC_USE_DATABASE_URL), else in the runs folder's SQLite file, as for a local run; as
+    # for a local run, a run that cannot have its desktop records nothing
     storage = open_storage(env.database_url(), Path(spec.runs_dir))
     lease = storage.lease(spec.vnc_server, thread_id)
     try:
         lease.acquire(spec.lease_timeout)
+        folder = RunFolder(
+            Path(spec.runs_dir),
+            thread_id,
+            secrets=[password, *env.secret_values(), *sensitive.values()],
+        )
+        folder.add_listener(to_custom_stream)
+        folder.add_listener(ReportOnRunEnd(folder))  # report.html at every pause and end
+        if not (folder.path / "run.json").exists():
+            settings = {"thread_id": thread_id, "served": True, **spec.to_json()}
+            folder.write_json("run.json", settings)
         controller = VNCController(connect_timeout=spec.connect_timeout)
         controller.screen_region = (
             ScreenRegion.parse(spec.screen_region) if spec.screen_region else None
@@ -121,7 +172,7 @@ def open_live(spec: RunSpec, thread_id: str) -> LiveRun:
         secrets=sensitive,
         stop=threading.Event(),
     )
-    return LiveRun(context=ctx, desktop=desktop, storage=storage, lease=lease)
+    return LiveRun(context=ctx, desktop=desktop, storage=storage, lease=lease, spec=spec)
 
 
 def _sensitive_values(names: list[str]) -> dict[str, str]:
@@ -139,6 +190,8 @@ async def spec_for(store: BaseStore, thread_id: str, context: Any) -> RunSpec:
     the one an earlier leg of the thread kept."""
     if context:
         spec = RunSpec.from_context(context)
+        # pinned: every leg (and a client asking where the report is) finds the same folder
+        spec.runs_dir = await asyncio.to_thread(os.path.abspath, spec.runs_dir)
         await store.aput(SPEC_NAMESPACE, thread_id, spec.to_json())
         return spec
     item = await store.aget(SPEC_NAMESPACE, thread_id)
@@ -160,9 +213,39 @@ async def make_graph(
         yield build_graph().compile()
         return
     thread_id = str(config.get("configurable", {}).get("thread_id"))
-    spec = await spec_for(runtime.store, thread_id, execution.context)
-    live = await asyncio.to_thread(open_live, spec, thread_id)
     try:
-        yield build_graph(live=live.context).compile()
+        spec = await spec_for(runtime.store, thread_id, execution.context)
+        live = await asyncio.to_thread(open_live, spec, thread_id)
+    except VncUseError as exc:  # e.g. the desktop's lease: the client sees the one line
+        raise ServedRunError(exc) from exc
+    failure: BaseException | None = None
+    try:
+        yield build_graph(live=live.context, on_start=live.started).compile()
+    except VncUseError as exc:  # the leg failed: recorded in the run folder, then shown
+        failure = exc
+        raise ServedRunError(exc) from exc
+    except BaseException as exc:  # or was cancelled, or broke
+        failure = exc
+        raise
     finally:
-        await asyncio.to_thread(live.close)
+        try:
+            snap = await _checkpointed(config, thread_id)
+            await asyncio.to_thread(live.finish, snap, failure)
+        finally:
+            await asyncio.to_thread(live.close)
+
+
+async def _checkpointed(config: RunnableConfig, thread_id: str) -> StateSnapshot | None:
+    """The thread's state as the leg left it, read through the server's checkpointer (which
+    the server hands the factory in ``config``); None when there is none to read."""
+    checkpointer = config.get("configurable", {}).get(CONFIG_KEY_CHECKPOINTER)
+    if not isinstance(checkpointer, BaseCheckpointSaver):
+        return None
+    graph = build_graph().compile(checkpointer=checkpointer)
+    return await graph.aget_state({"configurable": {"thread_id": thread_id}})
+
+
+def _security_json(security: Any) -> dict[str, Any] | None:
+    if security is None:
+        return None
+    return {"type": security.number, "name": security.name, "encrypted": security.encrypted}

@@ -23,7 +23,11 @@ from vnc_use.agent.lease import DEFAULT_LEASE_TIMEOUT
 from vnc_use.errors import ConfigError
 from vnc_use.providers.base import Planner
 
-__all__ = ["RunSpec"]
+__all__ = ["SPEC_NAMESPACE", "RunSpec"]
+
+SPEC_NAMESPACE = ("vnc_use", "run_spec")
+"""Where the server's store keeps each thread's run spec (key: the thread id); its
+``runs_dir`` there is absolute, on the server's side."""
 
 _SECRET_LOOKING = re.compile(r"(api[_-]?key|password|passwd|secret|token)$", re.I)
 

@@ -39,10 +39,10 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--reconnect-window",
         type=float,
-        default=30.0,
+        default=None,
         metavar="S",
         help="how long to wait for a lost VNC server to come back before the run ends as an "
-        "error (resumable); default 30",
+        "error (resumable); default 30 (not with --server)",
     )
     p.add_argument(
         "--vnc-user",
@@ -128,7 +128,9 @@ def register(sub: Any) -> None:
         help="VNC server address (default: the local desktop, started when needed)",
     )
     rdp_commands.add_options(run, default_help="instead of --vnc")
-    run.add_argument("--view", action="store_true", help="serve a live view while it runs")
+    run.add_argument(
+        "--view", action="store_true", help="serve a live view while it runs (not with --server)"
+    )
     run.add_argument(
         "--screen-region",
         default=None,
@@ -394,7 +396,7 @@ def _make_agent(args: argparse.Namespace, saved: dict[str, Any] | None, bridge: 
         "runs_dir": args.runs_dir,
         "on_event": progress.for_args(args),
         "sensitive_text": _sensitive_values(names),
-        "reconnect_window_s": args.reconnect_window,
+        "reconnect_window_s": 30.0 if args.reconnect_window is None else args.reconnect_window,
         # Not secrets: the run keeps them (run.json) so approve/deny/resume reconnect alike.
         "vnc_username": args.vnc_user or config.vnc_username() or saved.get("vnc_username") or None,
         "vnc_ca": args.vnc_ca or saved.get("vnc_ca") or None,

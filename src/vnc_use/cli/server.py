@@ -15,11 +15,13 @@ import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vnc_use.cli import progress
 from vnc_use.cli.common import EXIT_CODES, EXIT_DONE, EXIT_ERROR
-from vnc_use.errors import ConfigError
+from vnc_use.errors import ConfigError, ServedRunError
+from vnc_use.record.report import REPORT_NAME
 from vnc_use.status import RunStatus
 
 if TYPE_CHECKING:  # langgraph is imported when a command needs it, not at start-up
@@ -112,14 +114,31 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
         confirm_actions=list(args.confirm),
         excluded_actions=list(args.exclude),
         sensitive_names=list(args.sensitive),
+        lease_timeout=args.lease_timeout,
         runs_dir=args.runs_dir,
     )
     spec.check()
     return spec
 
 
+def refuse_local_only(args: argparse.Namespace) -> None:
+    """The options that act in this process cannot apply to a run on a server: one line."""
+    if getattr(args, "view", False):
+        raise ConfigError(
+            "--view cannot apply with --server: the run acts on the server's side; follow it "
+            "here (its events are printed) or open the desktop in a VNC viewer, and drop --view"
+        )
+    if getattr(args, "reconnect_window", None) is not None:
+        raise ConfigError(
+            "--reconnect-window cannot apply with --server: a served run that loses its desktop "
+            "ends as an error; continue it with 'vnc-use resume --server URL THREAD', and drop "
+            "--reconnect-window"
+        )
+
+
 def command(args: argparse.Namespace) -> int:
     """``run`` / ``approve`` / ``deny`` / ``resume`` with ``--server``."""
+    refuse_local_only(args)
     client = _client(args.server)
     show = progress.for_args(args)
     with _reaching(args.server):
@@ -182,6 +201,8 @@ def outcome(client: Any, tid: str) -> RunResult:
         status = RunStatus.ERROR
         found = thread.get("error") or {}
         error = f"{found.get('error', 'error')}: {found.get('message', '')}".strip(": ")
+        if found.get("error") == ServedRunError.__name__:  # one of ours: its line, as is
+            error = str(found.get("message"))
     elif interrupts:
         status, pending = RunStatus.AWAITING_APPROVAL, dict(interrupts[0]["value"])
     elif status == RunStatus.RUNNING:
@@ -191,13 +212,40 @@ def outcome(client: Any, tid: str) -> RunResult:
     return RunResult(
         status=status,
         thread_id=tid,
-        run_dir="(on the server)",
+        run_dir=_run_dir(client, tid) if values else "",  # none: the run never started
         final_text=values.get("final_text", ""),
         transcript=list(values.get("transcript", [])),
         steps=values.get("step", 0),
         error=error,
         pending_call=pending,
     )
+
+
+def _run_dir(client: Any, tid: str) -> str:
+    """The thread's run folder, on the server's side (the server keeps it with the spec)."""
+    import httpx
+
+    from vnc_use.agent.spec import SPEC_NAMESPACE
+
+    try:
+        item = client.store.get_item(list(SPEC_NAMESPACE), tid)
+    except httpx.HTTPStatusError:  # a thread this server never ran
+        return ""
+    runs_dir = (item or {}).get("value", {}).get("runs_dir") if isinstance(item, dict) else None
+    return str(Path(runs_dir) / tid) if runs_dir else ""
+
+
+def _report_line(run_dir: str) -> str | None:
+    """Where the run's report is: here when the folder is reachable from this machine (the
+    same machine, or shared storage), else on the server's side."""
+    if not run_dir:
+        return None
+    report = Path(run_dir) / REPORT_NAME
+    if report.exists():
+        return f"report: {report}"
+    if Path(run_dir).exists():  # here, but the run recorded no outcome (e.g. no desktop)
+        return None
+    return f"report: {report} (on the server's machine)"
 
 
 def _report(result: RunResult, url: str) -> None:
@@ -213,6 +261,9 @@ def _report(result: RunResult, url: str) -> None:
         t = result.thread_id
         print(f"  approve: vnc-use approve --server {url} {t}")
         print(f"  deny:    vnc-use deny --server {url} {t}")
+    line = _report_line(result.run_dir)
+    if line:
+        print(line)
 
 
 def runs_command(args: argparse.Namespace) -> int:
