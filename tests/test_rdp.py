@@ -422,3 +422,137 @@ def test_kept_bridge_serves_runs_and_the_live_view(
         down = Watched(["desktop", "down"], env, None)
     assert down.returncode == 0 and "RDP bridge stopped" in down.stdout
     assert not any(Path(f"/proc/{pid}").exists() and _state(pid) != "Z" for pid in pids)
+
+
+# --------------------------------------------------------------------------- mcp, replay, server
+
+
+def _bridge_processes() -> dict[int, bytes]:
+    """Running bridge processes (Xvnc, xfreerdp) by pid, with their command lines."""
+    found: dict[int, bytes] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        name = Path(cmdline.split(b"\0")[0].decode(errors="replace")).name
+        if name in ("Xvnc", "xfreerdp") and _state(int(entry.name)) not in "ZX":
+            found[int(entry.name)] = cmdline
+    return found
+
+
+def test_mcp_over_rdp_lands_clicks_and_text_and_stops_the_bridge(
+    rdp_probe: Probe,
+    nla_rdp: RdpShadowServer,
+    gemini: GeminiStandIn,
+    tmp_path: Path,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """``vnc-use mcp --rdp HOST``: the bridge lives as long as the server; the tools and
+    run_task act on it; stdio EOF stops it; the password is in no file, output or command
+    line."""
+    import anyio
+    from mcp import Client, StdioServerParameters
+    from mcp.types import TextContent
+
+    before = set(_bridge_processes())
+    click = rdp_probe.canvas_point()
+    ex, ey = rdp_probe.entry_center
+    gemini.script(Reply.calls(_call("click_at", click, rdp_probe.size)), Reply.text("Clicked."))
+    runs = tmp_path / "runs"
+    args = ["mcp", "--rdp", nla_rdp.address, "--rdp-user", USER, "--runs-dir", str(runs)]
+    params = StdioServerParameters(
+        command=CLI[0], args=[*CLI[1:], *args], env=_env(tmp_path, RDP_PASSWORD=PASSWORD)
+    )
+    seen: dict[int, bytes] = {}
+
+    async def main() -> None:
+        async with Client(params) as c:
+            shot = await c.call_tool("screenshot", {})
+            assert not shot.is_error
+            seen.update({p: c for p, c in _bridge_processes().items() if p not in before})
+            clicked = await c.call_tool("click", {"x": click[0], "y": click[1]})
+            assert not clicked.is_error
+            press = rdp_probe.log.wait_type("press")
+            assert abs(press["x"] - click[0]) <= 2 and abs(press["y"] - click[1]) <= 2
+            await c.call_tool("click", {"x": ex, "y": ey})
+            typed = await c.call_tool(
+                "type_text", {"text": "Mississippi (1100)!", "press_enter": True}
+            )
+            assert not typed.is_error
+            assert rdp_probe.log.wait_type("submit")["text"] == "Mississippi (1100)!"
+            rdp_probe.log.clear()
+            done = await c.call_tool("run_task", {"task": "Click the canvas"})
+            outcome = done.structured_content
+            assert outcome is not None and outcome["status"] == "done", [
+                b.text for b in done.content if isinstance(b, TextContent)
+            ]
+            rdp_probe.log.wait_type("press")
+
+    anyio.run(main)
+    assert {n.split(b"\0")[0].rsplit(b"/", 1)[-1] for n in seen.values()} >= {b"Xvnc", b"xfreerdp"}
+    assert not any(PASSWORD.encode() in cmdline for cmdline in seen.values())
+    deadline = time.monotonic() + 10
+    while any(p in _bridge_processes() for p in seen) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(p in _bridge_processes() for p in seen)  # stdio EOF stopped the bridge
+    (session,) = [p for p in runs.iterdir() if p.name.startswith("mcp-")]
+    saved = json.loads((session / "run.json").read_text())
+    assert saved["vnc_server"] == f"rdp://{nla_rdp.address} (via FreeRDP)"
+    assert (session / "freerdp.log").exists()
+    err = capfd.readouterr().err  # the server's stderr
+    assert f"rdp://{nla_rdp.address}" in err and PASSWORD not in err
+    assert _files_containing(tmp_path, PASSWORD.encode()) == []
+
+
+def test_mcp_over_rdp_stops_the_bridge_on_sigterm(
+    open_rdp: RdpShadowServer, tmp_path: Path
+) -> None:
+    before = set(_bridge_processes())
+    proc = subprocess.Popen(
+        [*CLI, "mcp", "--rdp", open_rdp.address, "--runs-dir", str(tmp_path / "runs")],
+        env=_env(tmp_path),
+        stdin=subprocess.PIPE,  # never closed: only the signal ends it
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        lines = [proc.stderr.readline(), proc.stderr.readline()]
+        assert "serving rdp://" in lines[1], lines
+        ours = set(_bridge_processes()) - before
+        assert ours
+        proc.terminate()
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert not ours & set(_bridge_processes())
+
+
+def test_replay_over_rdp_lands_the_recorded_click(
+    rdp_probe: Probe, open_rdp: RdpShadowServer, gemini: GeminiStandIn, tmp_path: Path
+) -> None:
+    click = rdp_probe.canvas_point()
+    gemini.script(Reply.calls(_call("click_at", click, rdp_probe.size)), Reply.text("Clicked."))
+    runs = ["--runs-dir", str(tmp_path / "runs")]
+    args = ["run", "--rdp", open_rdp.address, "--task", "Click", "--thread-id", "rec"]
+    recorded = Watched([*args, *runs], _env(tmp_path), None)
+    assert recorded.returncode == 0, recorded.stdout + recorded.stderr
+    first = rdp_probe.log.wait_type("press")
+    rdp_probe.log.clear()
+    asked = len(gemini.requests)
+    replay = ["replay", "rec", "--rdp", open_rdp.address, "--tolerance", "off"]
+    replayed = Watched([*replay, "--replay-id", "again", *runs], _env(tmp_path), None)
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    again = rdp_probe.log.wait_type("press")
+    assert (again["x"], again["y"]) == (first["x"], first["y"])
+    assert len(gemini.requests) == asked  # no model in a replay
+    assert replayed.alive_children() == []
+    assert any("xfreerdp" in n or "stdbuf" in n for n in replayed.children.values())
+    assert (tmp_path / "runs" / "again" / "freerdp.log").exists()
+    saved = json.loads((tmp_path / "runs" / "again" / "run.json").read_text())
+    assert saved["vnc_server"] == f"rdp://{open_rdp.address} (via FreeRDP)"

@@ -33,12 +33,13 @@ from vnc_use import config as env
 from vnc_use.agent.context import AgentContext
 from vnc_use.agent.graph import build_graph
 from vnc_use.agent.lease import Lease
+from vnc_use.agent.rdp_leg import connect_leg
 from vnc_use.agent.spec import RunSpec
 from vnc_use.agent.state import CUAState
 from vnc_use.agent.storage import Storage, open_storage
 from vnc_use.agent.stream import to_custom_stream
 from vnc_use.desktops.base import Desktop
-from vnc_use.desktops.region import ScreenRegion
+from vnc_use.desktops.service import Service
 from vnc_use.errors import ConfigError
 from vnc_use.record.folder import RunFolder
 
@@ -61,6 +62,8 @@ class LiveRun:
     desktop: Desktop
     storage: Storage
     lease: Lease
+    bridge: Service | None = None
+    """The leg's RDP bridge (a spec with ``rdp_server``), stopped by :meth:`close`."""
 
     def close(self) -> None:
         """Disconnect from the desktop, give its lease back and close the journal (blocking:
@@ -71,16 +74,18 @@ class LiveRun:
                 disconnect()
         finally:
             try:
-                self.lease.release()
+                if self.bridge is not None:
+                    self.bridge.stop()
             finally:
-                self.storage.close()
+                try:
+                    self.lease.release()
+                finally:
+                    self.storage.close()
 
 
 def open_live(spec: RunSpec, thread_id: str) -> LiveRun:
     """Connect the desktop and build the planner, run folder and journal of one leg of a
     served run (blocking: call it off the event loop)."""
-    from vnc_use.desktops.vnc import VNCController
-
     password = env.named_secret(spec.vnc_password_env)
     sensitive = _sensitive_values(spec.sensitive_names)
     planner = spec.planner()
@@ -96,16 +101,10 @@ def open_live(spec: RunSpec, thread_id: str) -> LiveRun:
     # the journal and the desktop's lease live in the database the server's environment names
     # (VNC_USE_DATABASE_URL), else in the runs folder's SQLite file, as for a local run
     storage = open_storage(env.database_url(), Path(spec.runs_dir))
-    lease = storage.lease(spec.vnc_server, thread_id)
+    lease = storage.lease(spec.desktop_key, thread_id)
     try:
         lease.acquire(spec.lease_timeout)
-        controller = VNCController(connect_timeout=spec.connect_timeout)
-        controller.screen_region = (
-            ScreenRegion.parse(spec.screen_region) if spec.screen_region else None
-        )
-        desktop = controller.connect(
-            spec.vnc_server, password, username=spec.vnc_username, ca_file=spec.vnc_ca
-        )
+        desktop, bridge = connect_leg(spec, password, folder)  # an RDP spec: a bridge too
     except BaseException:
         try:
             lease.release()
@@ -121,7 +120,7 @@ def open_live(spec: RunSpec, thread_id: str) -> LiveRun:
         secrets=sensitive,
         stop=threading.Event(),
     )
-    return LiveRun(context=ctx, desktop=desktop, storage=storage, lease=lease)
+    return LiveRun(context=ctx, desktop=desktop, storage=storage, lease=lease, bridge=bridge)
 
 
 def _sensitive_values(names: list[str]) -> dict[str, str]:
