@@ -427,8 +427,10 @@ def test_kept_bridge_serves_runs_and_the_live_view(
 # --------------------------------------------------------------------------- mcp, replay, server
 
 
-def _bridge_processes() -> dict[int, bytes]:
-    """Running bridge processes (Xvnc, xfreerdp) by pid, with their command lines."""
+def _bridge_processes(address: str) -> dict[int, bytes]:
+    """Running processes of bridges to ``address`` (its Xvnc names it as the desktop,
+    xfreerdp as ``/v:``), by pid, with their command lines."""
+    marks = (f"vnc-use rdp {address}".encode(), f"/v:{address}".encode())
     found: dict[int, bytes] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -437,10 +439,17 @@ def _bridge_processes() -> dict[int, bytes]:
             cmdline = (entry / "cmdline").read_bytes()
         except OSError:
             continue
-        name = Path(cmdline.split(b"\0")[0].decode(errors="replace")).name
-        if name in ("Xvnc", "xfreerdp") and _state(int(entry.name)) not in "ZX":
+        if any(m in cmdline for m in marks) and _state(int(entry.name)) not in "ZX":
             found[int(entry.name)] = cmdline
     return found
+
+
+def _gone(address: str) -> bool:
+    """Whether the bridges to ``address`` are gone (their stop may still be under way)."""
+    deadline = time.monotonic() + 10
+    while _bridge_processes(address) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return not _bridge_processes(address)
 
 
 def test_mcp_over_rdp_lands_clicks_and_text_and_stops_the_bridge(
@@ -457,7 +466,7 @@ def test_mcp_over_rdp_lands_clicks_and_text_and_stops_the_bridge(
     from mcp import Client, StdioServerParameters
     from mcp.types import TextContent
 
-    before = set(_bridge_processes())
+    assert _gone(nla_rdp.address)
     click = rdp_probe.canvas_point()
     ex, ey = rdp_probe.entry_center
     gemini.script(Reply.calls(_call("click_at", click, rdp_probe.size)), Reply.text("Clicked."))
@@ -472,7 +481,7 @@ def test_mcp_over_rdp_lands_clicks_and_text_and_stops_the_bridge(
         async with Client(params) as c:
             shot = await c.call_tool("screenshot", {})
             assert not shot.is_error
-            seen.update({p: c for p, c in _bridge_processes().items() if p not in before})
+            seen.update(_bridge_processes(nla_rdp.address))
             clicked = await c.call_tool("click", {"x": click[0], "y": click[1]})
             assert not clicked.is_error
             press = rdp_probe.log.wait_type("press")
@@ -494,10 +503,7 @@ def test_mcp_over_rdp_lands_clicks_and_text_and_stops_the_bridge(
     anyio.run(main)
     assert {n.split(b"\0")[0].rsplit(b"/", 1)[-1] for n in seen.values()} >= {b"Xvnc", b"xfreerdp"}
     assert not any(PASSWORD.encode() in cmdline for cmdline in seen.values())
-    deadline = time.monotonic() + 10
-    while any(p in _bridge_processes() for p in seen) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not any(p in _bridge_processes() for p in seen)  # stdio EOF stopped the bridge
+    assert _gone(nla_rdp.address)  # stdio EOF stopped the bridge
     (session,) = [p for p in runs.iterdir() if p.name.startswith("mcp-")]
     saved = json.loads((session / "run.json").read_text())
     assert saved["vnc_server"] == f"rdp://{nla_rdp.address} (via FreeRDP)"
@@ -510,7 +516,6 @@ def test_mcp_over_rdp_lands_clicks_and_text_and_stops_the_bridge(
 def test_mcp_over_rdp_stops_the_bridge_on_sigterm(
     open_rdp: RdpShadowServer, tmp_path: Path
 ) -> None:
-    before = set(_bridge_processes())
     proc = subprocess.Popen(
         [*CLI, "mcp", "--rdp", open_rdp.address, "--runs-dir", str(tmp_path / "runs")],
         env=_env(tmp_path),
@@ -523,14 +528,13 @@ def test_mcp_over_rdp_stops_the_bridge_on_sigterm(
         assert proc.stderr is not None
         lines = [proc.stderr.readline(), proc.stderr.readline()]
         assert "serving rdp://" in lines[1], lines
-        ours = set(_bridge_processes()) - before
-        assert ours
+        assert len(_bridge_processes(open_rdp.address)) == 2  # Xvnc, xfreerdp
         proc.terminate()
         assert proc.wait(timeout=20) == 0
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert not ours & set(_bridge_processes())
+    assert _gone(open_rdp.address)
 
 
 def test_replay_over_rdp_lands_the_recorded_click(
@@ -556,3 +560,56 @@ def test_replay_over_rdp_lands_the_recorded_click(
     assert (tmp_path / "runs" / "again" / "freerdp.log").exists()
     saved = json.loads((tmp_path / "runs" / "again" / "run.json").read_text())
     assert saved["vnc_server"] == f"rdp://{open_rdp.address} (via FreeRDP)"
+
+
+def test_a_served_run_on_an_rdp_desktop_lands_its_click(
+    rdp_probe: Probe, nla_rdp: RdpShadowServer, gemini: GeminiStandIn, tmp_path: Path
+) -> None:
+    """``vnc-use run --server URL --rdp HOST``: the spec names the RDP server and the server's
+    variable with the password; the leg's bridge runs on the server and is stopped after it."""
+    from vnc_use.testing.langgraph_dev import LangGraphDev
+
+    click = rdp_probe.canvas_point()
+    gemini.script(Reply.calls(_call("click_at", click, rdp_probe.size)), Reply.text("Clicked."))
+    runs = tmp_path / "runs"
+    server_env = {"RDP_PASSWORD_W7": PASSWORD, "VNC_USE_RDP_DIR": str(tmp_path / "rdp-state")}
+    with LangGraphDev(server_env, jobs=1) as dev:
+        where = [
+            "--rdp",
+            nla_rdp.address,
+            "--rdp-user",
+            USER,
+            "--rdp-password-env",
+            "RDP_PASSWORD_W7",
+        ]
+        args = ["run", "--server", dev.url, *where, "--runs-dir", str(runs), "--task", "Click"]
+        run = Watched(args, _env(tmp_path), PASSWORD)
+        assert run.returncode == 0, run.stdout + run.stderr + dev.log()[-3000:]
+        press = rdp_probe.log.wait_type("press")
+        assert abs(press["x"] - click[0]) <= 2 and abs(press["y"] - click[1]) <= 2
+        time.sleep(1.5)  # the in-memory runtime writes its records to disk on a timer
+        records = dev.records()
+        assert _gone(nla_rdp.address)  # LiveRun.close stopped the leg's bridge
+    (folder,) = [p.parent for p in runs.glob("*/run.json")]
+    saved = json.loads((folder / "run.json").read_text())
+    assert saved["vnc_server"] == f"rdp://{nla_rdp.address} (via FreeRDP)"
+    assert saved["rdp"]["protocol"] == "NLA" and saved["rdp"]["username"] == USER
+    assert (folder / "freerdp.log").exists()
+    assert PASSWORD.encode() not in records
+    assert _files_containing(tmp_path, PASSWORD.encode()) == []
+    assert PASSWORD not in run.stdout + run.stderr and not run.leaks
+
+
+def test_a_run_spec_names_the_rdp_server_and_never_its_password() -> None:
+    from vnc_use.agent.spec import RunSpec
+
+    spec = RunSpec.from_context({"rdp_server": "winbox", "rdp_username": "bob"})
+    assert spec.rdp_password_env == "RDP_PASSWORD" and spec.desktop_key == "winbox::3389"
+    assert spec.rdp_options().target == RdpTarget("winbox", 3389)
+    assert RunSpec.from_context({"rdp_server": "[::1]:3390"}).desktop_key == "[::1]::3390"
+    assert RunSpec().rdp_options() is None and RunSpec().desktop_key == "localhost::5901"
+    with pytest.raises(ConfigError, match="never send a secret"):
+        RunSpec.from_context({"rdp_server": "winbox", "rdp_password": "x"})
+    for bad in ({"rdp_server": "a b"}, {"rdp_server": "w", "rdp_size": "big"}):
+        with pytest.raises(ConfigError):
+            RunSpec.from_context(bad)

@@ -126,9 +126,15 @@ class RunSpec:
 
     @property
     def desktop_key(self) -> str:
-        """The desktop the run's lease is on: the RDP server, else the VNC server."""
+        """The desktop the run's lease is on: the RDP server (as ``host::port``: one
+        address cannot be both), else the VNC server."""
         options = self.rdp_options()
-        return str(options.target.label) if options is not None else self.vnc_server
+        if options is None:
+            return self.vnc_server
+        host = options.target.host
+        return (
+            f"[{host}]::{options.target.port}" if ":" in host else f"{host}::{options.target.port}"
+        )
 
     def to_json(self) -> dict[str, Any]:
         """The spec as the plain dict a client sends as ``context``."""

@@ -146,7 +146,7 @@ def command(args: argparse.Namespace) -> int:
             spec = spec_from_args(args)
             thread = client.threads.create(
                 thread_id=args.thread_id,  # the server's rule: a UUID (422 otherwise)
-                metadata={"task": args.task, "vnc": spec.desktop_key},
+                metadata={"task": args.task, "vnc": args.vnc or f"rdp://{args.rdp}"},
             )
             tid = str(thread["thread_id"])
             _follow(client, tid, show, input={"task": args.task}, context=spec.to_json())
