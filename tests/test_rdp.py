@@ -422,3 +422,193 @@ def test_kept_bridge_serves_runs_and_the_live_view(
         down = Watched(["desktop", "down"], env, None)
     assert down.returncode == 0 and "RDP bridge stopped" in down.stdout
     assert not any(Path(f"/proc/{pid}").exists() and _state(pid) != "Z" for pid in pids)
+
+
+# --------------------------------------------------------------------------- mcp, replay, server
+
+
+def _bridge_processes(address: str) -> dict[int, bytes]:
+    """Running processes of bridges to ``address`` (its Xvnc names it as the desktop,
+    xfreerdp as ``/v:``), by pid, with their command lines."""
+    marks = (f"vnc-use rdp {address}".encode(), f"/v:{address}".encode())
+    found: dict[int, bytes] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if any(m in cmdline for m in marks) and _state(int(entry.name)) not in "ZX":
+            found[int(entry.name)] = cmdline
+    return found
+
+
+def _gone(address: str) -> bool:
+    """Whether the bridges to ``address`` are gone (their stop may still be under way)."""
+    deadline = time.monotonic() + 10
+    while _bridge_processes(address) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return not _bridge_processes(address)
+
+
+def test_mcp_over_rdp_lands_clicks_and_text_and_stops_the_bridge(
+    rdp_probe: Probe,
+    nla_rdp: RdpShadowServer,
+    gemini: GeminiStandIn,
+    tmp_path: Path,
+) -> None:
+    """``vnc-use mcp --rdp HOST``: the bridge lives as long as the server; the tools and
+    run_task act on it; stdio EOF stops it; the password is in no file, output or command
+    line."""
+    import anyio
+    from mcp import Client, StdioServerParameters
+    from mcp.types import TextContent
+
+    assert _gone(nla_rdp.address)
+    click = rdp_probe.canvas_point()
+    ex, ey = rdp_probe.entry_center
+    gemini.script(Reply.calls(_call("click_at", click, rdp_probe.size)), Reply.text("Clicked."))
+    runs = tmp_path / "runs"
+    args = ["mcp", "--rdp", nla_rdp.address, "--rdp-user", USER, "--runs-dir", str(runs)]
+    params = StdioServerParameters(
+        command=CLI[0], args=[*CLI[1:], *args], env=_env(tmp_path, RDP_PASSWORD=PASSWORD)
+    )
+    seen: dict[int, bytes] = {}
+
+    async def main() -> None:
+        async with Client(params) as c:
+            shot = await c.call_tool("screenshot", {})
+            assert not shot.is_error
+            seen.update(_bridge_processes(nla_rdp.address))
+            clicked = await c.call_tool("click", {"x": click[0], "y": click[1]})
+            assert not clicked.is_error
+            press = rdp_probe.log.wait_type("press")
+            assert abs(press["x"] - click[0]) <= 2 and abs(press["y"] - click[1]) <= 2
+            await c.call_tool("click", {"x": ex, "y": ey})
+            for keys in ("control+a", "backspace"):  # the entry may hold an earlier test's text
+                assert not (await c.call_tool("press_keys", {"keys": keys})).is_error
+            typed = await c.call_tool(
+                "type_text", {"text": "Mississippi (1100)!", "press_enter": True}
+            )
+            assert not typed.is_error
+            assert rdp_probe.log.wait_type("submit")["text"] == "Mississippi (1100)!"
+            rdp_probe.log.clear()
+            done = await c.call_tool("run_task", {"task": "Click the canvas"})
+            outcome = done.structured_content
+            assert outcome is not None and outcome["status"] == "done", [
+                b.text for b in done.content if isinstance(b, TextContent)
+            ]
+            rdp_probe.log.wait_type("press")
+
+    anyio.run(main)
+    assert {n.split(b"\0")[0].rsplit(b"/", 1)[-1] for n in seen.values()} >= {b"Xvnc", b"xfreerdp"}
+    assert not any(PASSWORD.encode() in cmdline for cmdline in seen.values())
+    assert _gone(nla_rdp.address)  # stdio EOF stopped the bridge
+    (session,) = [p for p in runs.iterdir() if p.name.startswith("mcp-")]
+    saved = json.loads((session / "run.json").read_text())
+    assert saved["vnc_server"] == f"rdp://{nla_rdp.address} (via FreeRDP)"
+    assert (session / "freerdp.log").exists()
+    assert _files_containing(tmp_path, PASSWORD.encode()) == []
+
+
+def test_mcp_over_rdp_stops_the_bridge_on_sigterm(
+    open_rdp: RdpShadowServer, tmp_path: Path
+) -> None:
+    proc = subprocess.Popen(
+        [*CLI, "mcp", "--rdp", open_rdp.address, "--runs-dir", str(tmp_path / "runs")],
+        env=_env(tmp_path),
+        stdin=subprocess.PIPE,  # never closed: only the signal ends it
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        lines = [proc.stderr.readline(), proc.stderr.readline()]
+        assert "serving rdp://" in lines[1], lines
+        assert len(_bridge_processes(open_rdp.address)) == 2  # Xvnc, xfreerdp
+        proc.terminate()
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert _gone(open_rdp.address)
+
+
+def test_replay_over_rdp_lands_the_recorded_click(
+    rdp_probe: Probe, open_rdp: RdpShadowServer, gemini: GeminiStandIn, tmp_path: Path
+) -> None:
+    click = rdp_probe.canvas_point()
+    gemini.script(Reply.calls(_call("click_at", click, rdp_probe.size)), Reply.text("Clicked."))
+    runs = ["--runs-dir", str(tmp_path / "runs")]
+    args = ["run", "--rdp", open_rdp.address, "--task", "Click", "--thread-id", "rec"]
+    recorded = Watched([*args, *runs], _env(tmp_path), None)
+    assert recorded.returncode == 0, recorded.stdout + recorded.stderr
+    first = rdp_probe.log.wait_type("press")
+    rdp_probe.log.clear()
+    asked = len(gemini.requests)
+    replay = ["replay", "rec", "--rdp", open_rdp.address, "--tolerance", "off"]
+    replayed = Watched([*replay, "--replay-id", "again", *runs], _env(tmp_path), None)
+    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    again = rdp_probe.log.wait_type("press")
+    assert (again["x"], again["y"]) == (first["x"], first["y"])
+    assert len(gemini.requests) == asked  # no model in a replay
+    assert replayed.alive_children() == []
+    assert any("xfreerdp" in n or "stdbuf" in n for n in replayed.children.values())
+    assert (tmp_path / "runs" / "again" / "freerdp.log").exists()
+    saved = json.loads((tmp_path / "runs" / "again" / "run.json").read_text())
+    assert saved["vnc_server"] == f"rdp://{open_rdp.address} (via FreeRDP)"
+
+
+def test_a_served_run_on_an_rdp_desktop_lands_its_click(
+    rdp_probe: Probe, nla_rdp: RdpShadowServer, gemini: GeminiStandIn, tmp_path: Path
+) -> None:
+    """``vnc-use run --server URL --rdp HOST``: the spec names the RDP server and the server's
+    variable with the password; the leg's bridge runs on the server and is stopped after it."""
+    from vnc_use.testing.langgraph_dev import LangGraphDev
+
+    click = rdp_probe.canvas_point()
+    gemini.script(Reply.calls(_call("click_at", click, rdp_probe.size)), Reply.text("Clicked."))
+    runs = tmp_path / "runs"
+    server_env = {"RDP_PASSWORD_W7": PASSWORD, "VNC_USE_RDP_DIR": str(tmp_path / "rdp-state")}
+    with LangGraphDev(server_env, jobs=1) as dev:
+        where = [
+            "--rdp",
+            nla_rdp.address,
+            "--rdp-user",
+            USER,
+            "--rdp-password-env",
+            "RDP_PASSWORD_W7",
+        ]
+        args = ["run", "--server", dev.url, *where, "--runs-dir", str(runs), "--task", "Click"]
+        run = Watched(args, _env(tmp_path), PASSWORD)
+        assert run.returncode == 0, run.stdout + run.stderr + dev.log()[-3000:]
+        press = rdp_probe.log.wait_type("press")
+        assert abs(press["x"] - click[0]) <= 2 and abs(press["y"] - click[1]) <= 2
+        time.sleep(1.5)  # the in-memory runtime writes its records to disk on a timer
+        records = dev.records()
+        assert _gone(nla_rdp.address)  # LiveRun.close stopped the leg's bridge
+    (folder,) = [p.parent for p in runs.glob("*/run.json")]
+    saved = json.loads((folder / "run.json").read_text())
+    assert saved["vnc_server"] == f"rdp://{nla_rdp.address} (via FreeRDP)"
+    assert saved["rdp"]["protocol"] == "NLA" and saved["rdp"]["username"] == USER
+    assert (folder / "freerdp.log").exists()
+    assert PASSWORD.encode() not in records
+    assert _files_containing(tmp_path, PASSWORD.encode()) == []
+    assert PASSWORD not in run.stdout + run.stderr and not run.leaks
+
+
+def test_a_run_spec_names_the_rdp_server_and_never_its_password() -> None:
+    from vnc_use.agent.spec import RunSpec
+
+    spec = RunSpec.from_context({"rdp_server": "winbox", "rdp_username": "bob"})
+    assert spec.rdp_password_env == "RDP_PASSWORD" and spec.desktop_key == "winbox::3389"
+    assert spec.rdp_options().target == RdpTarget("winbox", 3389)
+    assert RunSpec.from_context({"rdp_server": "[::1]:3390"}).desktop_key == "[::1]::3390"
+    assert RunSpec().rdp_options() is None and RunSpec().desktop_key == "localhost::5901"
+    with pytest.raises(ConfigError, match="never send a secret"):
+        RunSpec.from_context({"rdp_server": "winbox", "rdp_password": "x"})
+    for bad in ({"rdp_server": "a b"}, {"rdp_server": "w", "rdp_size": "big"}):
+        with pytest.raises(ConfigError):
+            RunSpec.from_context(bad)

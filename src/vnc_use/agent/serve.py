@@ -39,12 +39,13 @@ from vnc_use.agent.context import AgentContext
 from vnc_use.agent.graph import build_graph
 from vnc_use.agent.lease import Lease
 from vnc_use.agent.outcome import record_outcome, run_outcome
+from vnc_use.agent.rdp_leg import connect_leg
 from vnc_use.agent.spec import SPEC_NAMESPACE, RunSpec
 from vnc_use.agent.state import CUAState, RunResult
 from vnc_use.agent.storage import Storage, open_storage
 from vnc_use.agent.stream import to_custom_stream
 from vnc_use.desktops.base import Desktop
-from vnc_use.desktops.region import ScreenRegion
+from vnc_use.desktops.service import Service
 from vnc_use.errors import ConfigError, ServedRunError, VncUseError
 from vnc_use.record.folder import RunFolder
 from vnc_use.record.report import ReportOnRunEnd
@@ -66,6 +67,8 @@ class LiveRun:
     storage: Storage
     lease: Lease
     spec: RunSpec
+    bridge: Service | None = None
+    """The leg's RDP bridge (a spec with ``rdp_server``), stopped by :meth:`close`."""
 
     @property
     def folder(self) -> RunFolder:
@@ -84,9 +87,15 @@ class LiveRun:
             "run_started",
             thread_id=thread_id,
             task=task,
-            vnc_server=self.spec.vnc_server,
+            vnc_server=self._where(),
             security=security,
         )
+
+    def _where(self) -> str:
+        """The desktop as run.json names it: the VNC address, or ``rdp://HOST:PORT (via
+        FreeRDP)`` for a bridged RDP server."""
+        describe = getattr(self.bridge, "describe", None)
+        return str(describe()["label"]) if callable(describe) else self.spec.vnc_server
 
     def finish(self, snap: StateSnapshot | None, error: BaseException | None) -> RunResult:
         """The leg paused or ended (``error``: what stopped it): ``run_paused`` /
@@ -119,17 +128,20 @@ class LiveRun:
                 disconnect()
         finally:
             try:
-                self.lease.release()
+                if self.bridge is not None:
+                    self.bridge.stop()
             finally:
-                self.storage.close()
+                try:
+                    self.lease.release()
+                finally:
+                    self.storage.close()
 
 
 def open_live(spec: RunSpec, thread_id: str) -> LiveRun:
     """Connect the desktop and build the planner, run folder and journal of one leg of a
     served run (blocking: call it off the event loop)."""
-    from vnc_use.desktops.vnc import VNCController
-
     password = env.named_secret(spec.vnc_password_env)
+    rdp_password = env.named_secret(spec.rdp_password_env) if spec.rdp_server else None
     sensitive = _sensitive_values(spec.sensitive_names)
     planner = spec.planner()
     planner.check_ready()
@@ -137,26 +149,20 @@ def open_live(spec: RunSpec, thread_id: str) -> LiveRun:
     # (VNC_USE_DATABASE_URL), else in the runs folder's SQLite file, as for a local run; as
     # for a local run, a run that cannot have its desktop records nothing
     storage = open_storage(env.database_url(), Path(spec.runs_dir))
-    lease = storage.lease(spec.vnc_server, thread_id)
+    lease = storage.lease(spec.desktop_key, thread_id)
     try:
         lease.acquire(spec.lease_timeout)
         folder = RunFolder(
             Path(spec.runs_dir),
             thread_id,
-            secrets=[password, *env.secret_values(), *sensitive.values()],
+            secrets=[password, rdp_password, *env.secret_values(), *sensitive.values()],
         )
         folder.add_listener(to_custom_stream)
         folder.add_listener(ReportOnRunEnd(folder))  # report.html at every pause and end
         if not (folder.path / "run.json").exists():
             settings = {"thread_id": thread_id, "served": True, **spec.to_json()}
             folder.write_json("run.json", settings)
-        controller = VNCController(connect_timeout=spec.connect_timeout)
-        controller.screen_region = (
-            ScreenRegion.parse(spec.screen_region) if spec.screen_region else None
-        )
-        desktop = controller.connect(
-            spec.vnc_server, password, username=spec.vnc_username, ca_file=spec.vnc_ca
-        )
+        desktop, bridge = connect_leg(spec, password, folder)  # an RDP spec: a bridge too
     except BaseException:
         try:
             lease.release()
@@ -172,7 +178,9 @@ def open_live(spec: RunSpec, thread_id: str) -> LiveRun:
         secrets=sensitive,
         stop=threading.Event(),
     )
-    return LiveRun(context=ctx, desktop=desktop, storage=storage, lease=lease, spec=spec)
+    return LiveRun(
+        context=ctx, desktop=desktop, storage=storage, lease=lease, spec=spec, bridge=bridge
+    )
 
 
 def _sensitive_values(names: list[str]) -> dict[str, str]:

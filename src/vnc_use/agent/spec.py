@@ -65,6 +65,17 @@ class RunSpec:
     """How long a run waits for a desktop another run holds before it fails."""
     runs_dir: str = "runs"
     """Where the run folder goes (screenshots, events, journal), on the server's side."""
+    rdp_server: str | None = None
+    """An RDP desktop (``HOST[:PORT]``) instead of ``vnc_server``: each leg of the run starts
+    a FreeRDP bridge to it on the server (:mod:`vnc_use.agent.rdp_leg`)."""
+    rdp_password_env: str = "RDP_PASSWORD"
+    """The name of the environment variable (on the server) that holds the RDP password."""
+    rdp_username: str | None = None
+    rdp_domain: str | None = None
+    rdp_size: str | None = None
+    """The remote session's size, ``WxH`` (default 1280x800)."""
+    rdp_cert_fingerprint: str | None = None
+    """The SHA-256 the RDP server's certificate must have (default: trust on first use)."""
 
     @classmethod
     def from_context(cls, context: Any) -> RunSpec:
@@ -98,6 +109,36 @@ class RunSpec:
             if not name.isidentifier():
                 raise ConfigError(f"sensitive name {name!r}: use letters, digits and '_'")
         self.confirm_actions = list(safety.check_confirm_actions(self.confirm_actions))
+        self.rdp_options()  # a bad RDP address, size or fingerprint fails here
+
+    def rdp_options(self) -> Any:
+        """The :class:`~vnc_use.desktops.rdp.RdpOptions` of an RDP run (None: a VNC run)."""
+        if not self.rdp_server:
+            return None
+        from vnc_use.desktops.local import parse_size
+        from vnc_use.desktops.rdp import DEFAULT_RDP_SIZE, RdpOptions, RdpTarget, parse_fingerprint
+
+        pin = self.rdp_cert_fingerprint
+        return RdpOptions(
+            target=RdpTarget.parse(self.rdp_server),
+            username=self.rdp_username,
+            domain=self.rdp_domain,
+            size=parse_size(self.rdp_size) if self.rdp_size else DEFAULT_RDP_SIZE,
+            fingerprint=parse_fingerprint(pin) if pin else None,
+            connect_timeout=self.connect_timeout,
+        )
+
+    @property
+    def desktop_key(self) -> str:
+        """The desktop the run's lease is on: the RDP server (as ``host::port``: one
+        address cannot be both), else the VNC server."""
+        options = self.rdp_options()
+        if options is None:
+            return self.vnc_server
+        host = options.target.host
+        return (
+            f"[{host}]::{options.target.port}" if ":" in host else f"{host}::{options.target.port}"
+        )
 
     def to_json(self) -> dict[str, Any]:
         """The spec as the plain dict a client sends as ``context``."""

@@ -24,6 +24,7 @@ __all__ = [
     "bridge_for_run",
     "command_rdp",
     "down_lines",
+    "open_bridge",
     "options_from",
     "register_desktop_rdp",
     "status_lines",
@@ -71,16 +72,19 @@ def options_from(args: argparse.Namespace, saved: dict[str, Any] | None) -> Any:
     if not server:
         return None
     if getattr(args, "vnc", None):
-        raise ConfigError("--vnc and --rdp were both given; a run uses one desktop")
+        if getattr(args, "rdp", None):
+            raise ConfigError("--vnc and --rdp were both given; a run uses one desktop")
+        return None  # --vnc on a run that had an RDP desktop: that VNC server now
     size_text = args.rdp_size or old.get("size")
     pin = args.rdp_cert_fingerprint or old.get("cert_fingerprint")
+    timeout = getattr(args, "connect_timeout", None)  # `vnc-use mcp` has none
     return RdpOptions(
         target=RdpTarget.parse(server),
         username=args.rdp_user or config.rdp_username() or old.get("username"),
         domain=args.rdp_domain or old.get("domain"),
         size=parse_size(size_text) if size_text else DEFAULT_RDP_SIZE,
         fingerprint=parse_fingerprint(pin) if pin else None,
-        connect_timeout=args.connect_timeout or (saved or {}).get("connect_timeout") or 5.0,
+        connect_timeout=timeout or (saved or {}).get("connect_timeout") or 5.0,
     )
 
 
@@ -88,29 +92,36 @@ def options_from(args: argparse.Namespace, saved: dict[str, Any] | None) -> Any:
 def bridge_for_run(args: argparse.Namespace, saved: dict[str, Any] | None) -> Iterator[Any]:
     """Start the run's RDP bridge (None when this is no RDP run); stop it whatever happens.
 
-    FreeRDP's output goes to the run folder's ``freerdp.log``.
+    FreeRDP's output goes to the run folder's ``freerdp.log`` (a replay's: its own folder).
     """
     options = options_from(args, saved)
     if options is None:
         yield None
         return
+    if args.command == "run" and not args.thread_id:
+        args.thread_id = uuid.uuid4().hex[:12]
+    if args.command == "replay" and not args.replay_id:  # its log is not the recorded run's
+        args.replay_id = uuid.uuid4().hex[:12]
+    folder = args.replay_id if args.command == "replay" else args.thread_id
+    with open_bridge(options, Path(args.runs_dir) / folder / "freerdp.log") as bridge:
+        args.vnc = bridge.server
+        args.bridge_passwords = (bridge.vnc_password, bridge.view_password)
+        yield bridge
+
+
+@contextlib.contextmanager
+def open_bridge(options: Any, log_path: Path) -> Iterator[Any]:
+    """The bridge to ``options``' server: the kept one (``vnc-use desktop rdp HOST``) when it
+    runs, left up; else a new one (password: ``RDP_PASSWORD``), stopped whatever happens."""
     from vnc_use.desktops.rdp import RdpBridge
     from vnc_use.desktops.rdp_kept import KeptRdpBridge
 
     kept = KeptRdpBridge()
     state = kept.running_for(options.target)
-    if state is not None:  # `vnc-use desktop rdp HOST` keeps one up: use it, leave it up
-        args.vnc = state["server"]
-        args.bridge_passwords = (kept.password(), kept.password(view_only=True))
+    if state is not None:
         yield _KeptInUse(kept, state)
         return
-    if args.command == "run" and not args.thread_id:
-        args.thread_id = uuid.uuid4().hex[:12]
-    log_path = Path(args.runs_dir) / args.thread_id / "freerdp.log"
-    bridge = RdpBridge(options, config.rdp_password(), log_path=log_path)
-    with bridge:
-        args.vnc = bridge.server
-        args.bridge_passwords = (bridge.vnc_password, bridge.view_password)
+    with RdpBridge(options, config.rdp_password(), log_path=log_path) as bridge:
         yield bridge
 
 
@@ -135,6 +146,7 @@ class _KeptInUse:
         self.kept, self.state = kept, state
         self.server: str = state["server"]
         self.vnc_password: str = kept.password()
+        self.view_password: str = kept.password(view_only=True)
 
     def describe(self) -> dict[str, Any]:
         return dict(self.state["rdp"])

@@ -265,6 +265,7 @@ def _register_replay(sub: Any) -> None:
     p.add_argument(
         "--vnc", default=None, metavar="HOST::PORT", help="the desktop (default: the run's own)"
     )
+    rdp_commands.add_options(p, default_help="default: the run's own (a new bridge)")
     p.add_argument(
         "--tolerance",
         default=None,

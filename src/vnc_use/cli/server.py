@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from vnc_use import config
 from vnc_use.cli import progress
 from vnc_use.cli.common import EXIT_CODES, EXIT_DONE, EXIT_ERROR
 from vnc_use.errors import ConfigError, ServedRunError
@@ -50,6 +51,13 @@ def add_server_options(p: argparse.ArgumentParser, *, run: bool = False) -> None
             metavar="NAME",
             help="with --server: the environment variable of the server that holds the VNC "
             "password (the password itself never travels); default VNC_PASSWORD",
+        )
+        p.add_argument(
+            "--rdp-password-env",
+            default="RDP_PASSWORD",
+            metavar="NAME",
+            help="with --server --rdp: the environment variable of the server that holds the "
+            "RDP password; default RDP_PASSWORD",
         )
 
 
@@ -87,12 +95,17 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
             "password in an environment variable of the server and name it with "
             "--vnc-password-env"
         )
-    if not args.vnc:
-        raise ConfigError("--server needs --vnc HOST::PORT: the desktop the server connects to")
+    if not (args.vnc or args.rdp):
+        raise ConfigError(
+            "--server needs --vnc HOST::PORT or --rdp HOST[:PORT]: the desktop the server "
+            "connects to"
+        )
+    if args.vnc and args.rdp:
+        raise ConfigError("--vnc and --rdp were both given; a run uses one desktop")
     from vnc_use.agent.spec import RunSpec
 
     spec = RunSpec(
-        vnc_server=args.vnc,
+        vnc_server=args.vnc or RunSpec.vnc_server,
         vnc_password_env=args.vnc_password_env,
         vnc_username=args.vnc_user,
         vnc_ca=args.vnc_ca,
@@ -116,6 +129,12 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
         sensitive_names=list(args.sensitive),
         lease_timeout=args.lease_timeout,
         runs_dir=args.runs_dir,
+        rdp_server=args.rdp,
+        rdp_password_env=args.rdp_password_env,
+        rdp_username=args.rdp_user or config.rdp_username(),
+        rdp_domain=args.rdp_domain,
+        rdp_size=args.rdp_size,
+        rdp_cert_fingerprint=args.rdp_cert_fingerprint,
     )
     spec.check()
     return spec
@@ -146,7 +165,7 @@ def command(args: argparse.Namespace) -> int:
             spec = spec_from_args(args)
             thread = client.threads.create(
                 thread_id=args.thread_id,  # the server's rule: a UUID (422 otherwise)
-                metadata={"task": args.task, "vnc": spec.vnc_server},
+                metadata={"task": args.task, "vnc": args.vnc or f"rdp://{args.rdp}"},
             )
             tid = str(thread["thread_id"])
             _follow(client, tid, show, input={"task": args.task}, context=spec.to_json())

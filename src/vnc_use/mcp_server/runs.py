@@ -65,9 +65,24 @@ def _agent(session: DesktopSession, on_step: StepListener | None, **kwargs: Any)
         vnc_ca=t.ca_file,
         connect_timeout=t.connect_timeout,
         runs_dir=session.runs_dir,
+        **_bridge_kwargs(session),
         on_event=_listener(on_step),
         **kwargs,
     )
+
+
+def _bridge_kwargs(session: DesktopSession) -> dict[str, Any]:
+    """Behind an RDP bridge: its keyboard limits and settings, and no waiting to reconnect
+    once the RDP session ended."""
+    t = session.target
+    if not t.rdp:
+        return {}
+    return {
+        "keyboard": t.keyboard,
+        "rdp": t.rdp,
+        "lost_reason": t.lost_reason,
+        "reconnect_window_s": 0.0,
+    }
 
 
 def run_agent(

@@ -305,7 +305,7 @@ def build_server(session: DesktopSession) -> MCPServer:
     """The MCP server with vnc-use's tools acting on ``session``."""
     server = MCPServer(name="vnc-use", version=__version__, instructions=INSTRUCTIONS)
     tools = _Tools(session)
-    guard = _tool_errors(session.target.server)
+    guard = _tool_errors(session.target.label)
     for name, description in DESCRIPTIONS.items():
         server.add_tool(
             guard(getattr(tools, name)),

@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,13 +34,27 @@ from vnc_use.record.report import ReportOnRunEnd
 from vnc_use.status import RunStatus
 
 if TYPE_CHECKING:
+    from vnc_use.desktops.keyboard import KeyboardLimits
     from vnc_use.desktops.vnc import VNCController
 
-__all__ = ["BUTTONS", "DIRECTIONS", "DesktopSession", "Shot", "ToolInputError", "VncTarget"]
+__all__ = [
+    "BUTTONS",
+    "DIRECTIONS",
+    "DesktopSession",
+    "Shot",
+    "ToolInputError",
+    "VncTarget",
+    "new_session_id",
+]
 
 BUTTONS = {"left": 1, "middle": 2, "right": 3}
 DIRECTIONS = ("up", "down", "left", "right")
 SESSION_TASK = "MCP session: an outside model drives the desktop through vnc-use's MCP tools"
+
+
+def new_session_id() -> str:
+    """A new MCP session's thread id (its run folder's name)."""
+    return f"mcp-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
 
 
 class ToolInputError(ValueError):
@@ -56,12 +70,28 @@ class VncTarget:
     username: str | None = None
     ca_file: str | None = None
     connect_timeout: float = 5.0
+    keyboard: KeyboardLimits | None = None
+    """Limits of the keyboard path behind the server (an RDP bridge's)."""
+    rdp: Mapping[str, Any] | None = None
+    """The RDP connection behind the server (an RDP bridge's settings, no secrets)."""
+    lost_reason: Callable[[], str | None] | None = None
+    """Says why the desktop went away for good (the RDP session ended)."""
+
+    @property
+    def label(self) -> str:
+        """What the session's records name: ``rdp://HOST:PORT (via FreeRDP)`` behind an RDP
+        bridge, else the VNC address."""
+        return str(self.rdp["label"]) if self.rdp else self.server
 
     def connect(self) -> VNCController:
         """A new connection to the server."""
         from vnc_use.desktops.vnc import VNCController
 
+        reason = self.lost_reason() if self.lost_reason is not None else None
+        if reason:
+            raise VncError(reason)
         controller = VNCController(connect_timeout=self.connect_timeout)
+        controller.keyboard = self.keyboard
         return controller.connect(
             self.server, self.password, username=self.username, ca_file=self.ca_file
         )
@@ -96,6 +126,7 @@ class DesktopSession:
         *,
         secrets: Sequence[str | None] = (),
         connect: Callable[[], Desktop] | None = None,
+        thread_id: str | None = None,
     ) -> None:
         self.target = target
         self.runs_dir = Path(runs_dir)
@@ -109,7 +140,7 @@ class DesktopSession:
         self._last: Shot | None = None
         self.lock = threading.RLock()
         """Held while the desktop is used (a tool call, or a run of ``run_task``)."""
-        self.thread_id = f"mcp-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
+        self.thread_id = thread_id or new_session_id()
 
     # -- the run folder --------------------------------------------------------------------
     @property
@@ -124,7 +155,8 @@ class DesktopSession:
                     "thread_id": self.thread_id,
                     "task": SESSION_TASK,
                     "kind": "mcp-session",
-                    "vnc_server": self.target.server,
+                    "vnc_server": self.target.label,
+                    **({"rdp": dict(self.target.rdp)} if self.target.rdp else {}),
                     "vnc_username": self.target.username,
                     "vnc_ca": self.target.ca_file,
                     "started": time.time(),
@@ -134,7 +166,7 @@ class DesktopSession:
                 "run_started",
                 thread_id=self.thread_id,
                 task=SESSION_TASK,
-                vnc_server=self.target.server,
+                vnc_server=self.target.label,
             )
             # the journal lives where the checkpoints of runs do (VNC_USE_DATABASE_URL, else
             # the runs folder's vnc-use.sqlite), as for an agent run
