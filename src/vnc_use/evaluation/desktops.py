@@ -69,10 +69,17 @@ def command_environment(**extra: str) -> dict[str, str]:
 class LocalSlot:
     """A local desktop in ``root`` (``desktop-N`` of the eval's folder)."""
 
-    def __init__(self, root: Path, size: tuple[int, int], *, reuse: bool = False) -> None:
+    def __init__(
+        self,
+        root: Path,
+        size: tuple[int, int],
+        *,
+        reuse: bool = False,
+        password: str | None = None,
+    ) -> None:
         self.name = root.name
         self.reuse = reuse
-        self.desktop = LocalDesktop(root, size=size, browser="none")
+        self.desktop = LocalDesktop(root, size=size, browser="none", password=password)
         self._current: EvalDesktop | None = None
 
     def open(self) -> EvalDesktop:
