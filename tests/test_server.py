@@ -377,25 +377,25 @@ def test_the_server_publishes_the_graphs_schemas(server: LangGraphDev) -> None:
 
 @pytest.mark.timeout(120)
 def test_eval_runs_its_tasks_as_threads_on_the_server(server: LangGraphDev, tmp_path: Path) -> None:
+    """README's fleet command (three of the built-in tasks, the oracle as the model): each task
+    a thread of the server, the same results files, the VNC password never sent."""
+    section = README.read_text("utf-8").split("### A fleet", 1)[1].split("\n## ", 1)[0]
+    line = next(x for x in section.splitlines() if x.startswith("vnc-use eval"))
     out = tmp_path / "eval"
     only = ["term-note", "term-mkdir", "web-button"]
-    done = run_cli(
-        [
-            *("eval", "--suite", "builtin", "--only", *only, "--desktops", "2"),
-            *("--out", str(out), "--server", server.url, "--vnc-password-env", "VNC_PASSWORD_EVAL"),
-        ],
-        env={"VNC_PASSWORD": EVAL_PASSWORD},
-        timeout=110,
-    )
+    argv = line.replace("http://127.0.0.1:2024", server.url).split()[1:]
+    argv[argv.index("eval-out")] = str(out)
+    done = run_cli([*argv, "--only", *only], env={"VNC_PASSWORD": EVAL_PASSWORD}, timeout=110)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     got = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert sorted(r["id"] for r in got) == sorted(only)
     assert [r["outcome"] for r in got] == ["passed"] * 3, got
     client = get_sync_client(url=server.url, api_key=None)
     for r in got:  # each task a thread of the server, its report in the (local) runs folder
-        thread = client.threads.get(r["thread_id"])
+        thread: Any = client.threads.get(r["thread_id"])
         assert thread["metadata"]["task"] and thread["status"] == "idle"
-        context = client.runs.list(r["thread_id"])[0]["kwargs"]["context"]
+        listed: Any = client.runs.list(r["thread_id"])
+        context = listed[0]["kwargs"]["context"]
         assert context["vnc_password_env"] == "VNC_PASSWORD_EVAL"
         assert (out / r["report"]).is_file() and r["report"].startswith("runs/")
     summary = json.loads((out / "summary.json").read_text())
