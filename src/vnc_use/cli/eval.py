@@ -21,6 +21,7 @@ from types import FrameType
 from typing import Any
 
 from vnc_use import config
+from vnc_use.cli import rdp as rdp_commands
 from vnc_use.cli.common import EXIT_DONE, EXIT_ERROR, EXIT_INTERRUPTED
 from vnc_use.desktops.local import parse_size
 from vnc_use.errors import ConfigError
@@ -61,6 +62,12 @@ def register(sub: Any) -> None:
         "password from VNC_PASSWORD)",
     )
     p.add_argument("--size", default="1280x800", metavar="WxH", help="local desktops' size")
+    rdp_commands.add_options(
+        p, default_help="one desktop, the tasks one at a time on it (setup and check run here)"
+    )
+    p.add_argument(
+        "--connect-timeout", type=float, default=None, metavar="S", help="--rdp: default 5"
+    )
     p.add_argument(
         "--server",
         default=None,
@@ -128,6 +135,18 @@ def _agent_options(args: argparse.Namespace) -> dict[str, Any]:
 def _slots(args: argparse.Namespace, out: Path) -> list[Any]:
     from vnc_use.evaluation.desktops import LocalSlot, VncSlot
 
+    rdp = rdp_commands.options_from(args, None)  # refuses --vnc with --rdp
+    if rdp is not None:
+        from vnc_use.evaluation.rdp import RdpSlot
+
+        if args.server:
+            raise ConfigError(
+                "--rdp and --server do not go together: the RDP bridge is private to this "
+                "machine; drop --server (the agent runs here)"
+            )
+        if args.desktops > 1:
+            raise ConfigError("--rdp is one desktop (tasks run one at a time); drop --desktops")
+        return [RdpSlot(rdp, config.rdp_password(), out.resolve() / "logs" / "freerdp.log")]
     if args.vnc:
         password = config.vnc_password() or None
         return [VncSlot(f"vnc-{i + 1}", addr, password) for i, addr in enumerate(args.vnc)]
@@ -268,8 +287,8 @@ def command(args: argparse.Namespace) -> int:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"cannot create --out {out} ({exc.strerror}); choose another") from None
+    slots = _slots(args, out)  # refuses options that do not go together, starts nothing
     runner = _runner(args, out)
-    slots = _slots(args, out)
     evaluation = Evaluation(tasks, out, slots, runner, repeat=args.repeat)
     planned, pending = len(evaluation.planned), len(evaluation.pending())
     if pending < planned and not args.quiet:

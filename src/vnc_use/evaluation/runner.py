@@ -119,7 +119,7 @@ class AgentRunner:
             seconds_timeout=task.timeout or self.seconds_timeout,
             hitl_mode=self.approve_all,
             on_event=on_event,
-            **self.options,
+            **{**self.options, **desktop.agent},
         ) as agent:
             with self._lock:
                 if self._stopped:
