@@ -2,6 +2,8 @@
 
     vnc-use eval tasks.yaml --desktops 2 --out eval-out
     vnc-use eval --suite builtin --desktops 2 --out eval-out
+    vnc-use eval --suite builtin --desktops 2 --out eval-out --server http://127.0.0.1:2024
+    vnc-use eval tasks.yaml --rdp winbox.local --out eval-out
 
 Progress: on a terminal, one live line per desktop and an overall bar (rich); otherwise one
 line per finished task run. Ctrl-C stops cleanly (the runs in progress stop at their next

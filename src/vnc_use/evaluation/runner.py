@@ -2,8 +2,8 @@
 
 :func:`run_task` is the unit an evaluation repeats. The agent's part goes through a
 :class:`TaskRunner`: :class:`AgentRunner` runs :class:`~vnc_use.agent.VncUseAgent` in this
-process; a runner that sends the task to a LangGraph Server as a thread fits the same protocol
-(``run`` returns an :class:`AgentOutcome`, ``stop`` ends what runs).
+process; :class:`~vnc_use.evaluation.served.ServerRunner` sends the task to a LangGraph Server
+as a thread (``run`` returns an :class:`AgentOutcome`, ``stop`` ends what runs).
 """
 
 from __future__ import annotations
