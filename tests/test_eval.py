@@ -337,6 +337,26 @@ def test_a_bad_task_file_on_the_command_line(tmp_path: Path) -> None:
     assert not (tmp_path / "out").exists(), "nothing starts for a bad file"
 
 
+@pytest.mark.parametrize(
+    ("env", "says"),
+    [
+        ({"VNC_PASSWORD": ""}, "eval --server starts local desktops with the password in"),
+        ({"VNC_PASSWORD": "pw-eval1"}, "cannot reach the server at http://127.0.0.1:9"),
+    ],
+)
+def test_eval_server_problems_are_one_line(tmp_path: Path, env: dict[str, str], says: str) -> None:
+    """--server: no shared password for the local desktops, or no server: one line, exit 2,
+    no desktop started."""
+    path = write_tasks(tmp_path / "tasks.jsonl", [{"id": "a", "task": "t", "check": "true"}])
+    out = tmp_path / "out"
+    argv = ["eval", str(path), "--out", str(out), "--server", "http://127.0.0.1:9"]
+    done = run_cli(argv, timeout=60, env=env)
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert says in line
+    assert not (out / "desktops").exists()
+
+
 def test_tasks_and_suite_files() -> None:
     assert len(SUITE) >= 20 and len({t.id for t in SUITE}) == len(SUITE)
     assert all(isinstance(t, Task) and t.setup for t in SUITE)

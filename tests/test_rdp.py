@@ -612,3 +612,62 @@ def test_a_run_spec_names_the_rdp_server_and_never_its_password() -> None:
     for bad in ({"rdp_server": "a b"}, {"rdp_server": "w", "rdp_size": "big"}):
         with pytest.raises(ConfigError):
             RunSpec.from_context(bad)
+
+
+# --------------------------------------------------------------------------- eval --rdp
+
+
+def test_eval_runs_a_task_on_one_rdp_desktop(
+    rdp_probe: Probe, open_rdp: RdpShadowServer, gemini: GeminiStandIn, tmp_path: Path
+) -> None:
+    """`vnc-use eval --rdp`: the task's setup and check run here (in tests the shadow's screen
+    is local, so the check reads the probe's log), the agent types through the bridge; the
+    bridge is gone afterwards."""
+    log = rdp_probe.log.path
+    task = {
+        "id": "rdp-type",
+        "task": "Type Mississippi into the entry and press Enter",
+        "setup": f'wc -l < {log} > "$EVAL_TASK_DIR/mark"',
+        "check": "for _ in $(seq 50); do "  # a check may wait for the screen to settle
+        f'tail -n +$(( $(cat "$EVAL_TASK_DIR/mark") + 1 )) {log}'
+        ' | grep -q \'"type": "submit".*"text": "Mississippi"\' && exit 0; sleep 0.1; done; exit 1',
+    }
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps(task) + "\n")
+    entry = rdp_probe.entry_center
+    gemini.script(
+        Reply.calls(
+            _call("type_text_at", entry, rdp_probe.size, text="Mississippi", press_enter=True)
+        ),
+        Reply.text("Typed."),
+    )
+    out = tmp_path / "out"
+    run = Watched(
+        ["eval", str(tasks), "--out", str(out), "--rdp", open_rdp.address], _env(tmp_path), None
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    (got,) = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert (got["outcome"], got["status"], got["steps"]) == ("passed", "done", 1), got
+    started = {Path(name).name for name in run.children.values()}
+    assert {"Xvnc", "xfreerdp"} <= started and run.alive_children() == []
+    run_json = json.loads((out / got["report"]).with_name("run.json").read_text())
+    assert run_json["rdp"]["label"] == f"rdp://{open_rdp.address} (via FreeRDP)"
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        (["--server", "http://127.0.0.1:9"], "--rdp and --server do not go together"),
+        (["--desktops", "2"], "--rdp is one desktop"),
+        (["--vnc", "127.0.0.1::5999"], "--vnc and --rdp were both given"),
+    ],
+)
+def test_eval_refuses_rdp_combinations_that_cannot_work(
+    extra: list[str], says: str, tmp_path: Path
+) -> None:
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps({"id": "t", "task": "x", "check": "true"}) + "\n")
+    argv = ["eval", str(tasks), "--out", str(tmp_path / "out"), "--rdp", "127.0.0.1:9", *extra]
+    done = subprocess.run(CLI + argv, env=_env(tmp_path), capture_output=True, text=True)
+    assert done.returncode == 2, done.stderr
+    assert says in _one_line(done.stderr)

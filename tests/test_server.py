@@ -24,6 +24,7 @@ from langgraph_sdk import get_sync_client
 
 from vnc_use.agent.approval import APPROVE, DENY, parse_decision
 from vnc_use.agent.storage import open_storage
+from vnc_use.evaluation.tasks import load_tasks, suite_path
 from vnc_use.testing.gemini_standin import (
     FunctionCallSpec,
     GeminiStandIn,
@@ -34,6 +35,7 @@ from vnc_use.testing.langgraph_dev import LangGraphDev
 
 from cli_tools import CLI, run_cli
 from desktop_fixtures import Probe
+from eval_oracle import oracle
 from gemini_fixtures import DUMMY_API_KEY
 
 pytestmark = pytest.mark.desktop
@@ -41,6 +43,10 @@ pytestmark = pytest.mark.desktop
 GRAPH = "vnc_use"
 README = Path(__file__).resolve().parents[1] / "README.md"
 _TASK = re.compile(r"click grid (\d+),(\d+)( slowly)?( confirm)?( hold)?")
+_ORACLE = oracle(load_tasks(suite_path("builtin")).tasks)
+#: The VNC password of the desktops ``eval --server`` starts (the server has it as
+#: VNC_PASSWORD_EVAL).
+EVAL_PASSWORD = "ev4l-Pw9"
 
 
 class _Hold:
@@ -61,7 +67,8 @@ def _model(request: dict[str, Any], index: int) -> Reply:
     click's result it is done."""
     contents = request.get("contents") or []
     found = _TASK.search(json.dumps(contents))
-    assert found is not None, "every test task says where to click"
+    if found is None:  # a task of the built-in eval suite (eval --server): the oracle
+        return _ORACLE(request, index)  # type: ignore[no-any-return]
     x, y, slowly, confirm, hold = found.groups()
     if slowly:
         time.sleep(1.0)
@@ -91,6 +98,7 @@ def server(
         "GOOGLE_GEMINI_BASE_URL": model.base_url,
         "VNC_PASSWORD_A": session_probe.desktop.password,
         "VNC_PASSWORD_B": session_small_probe.desktop.password,
+        "VNC_PASSWORD_EVAL": EVAL_PASSWORD,
     }
     with LangGraphDev(env, jobs=4) as dev:
         yield dev
@@ -516,3 +524,37 @@ def test_options_that_cannot_apply_on_a_server_are_refused(option: list[str]) ->
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1
     assert f"{option[0]} cannot apply with --server" in result.stderr
+
+
+@pytest.mark.timeout(120)
+def test_eval_runs_its_tasks_as_threads_on_the_server(server: LangGraphDev, tmp_path: Path) -> None:
+    """README's fleet command (three of the built-in tasks, the oracle as the model): each task
+    a thread of the server, the same results files, the VNC password never sent."""
+    section = README.read_text("utf-8").split("### A fleet", 1)[1].split("\n## ", 1)[0]
+    line = next(x for x in section.splitlines() if x.startswith("vnc-use eval"))
+    out = tmp_path / "eval"
+    only = ["term-note", "term-mkdir", "web-button"]
+    argv = line.replace("http://127.0.0.1:2024", server.url).split()[1:]
+    argv[argv.index("eval-out")] = str(out)
+    done = run_cli([*argv, "--only", *only], env={"VNC_PASSWORD": EVAL_PASSWORD}, timeout=110)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    got = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert sorted(r["id"] for r in got) == sorted(only)
+    assert [r["outcome"] for r in got] == ["passed"] * 3, got
+    client = get_sync_client(url=server.url, api_key=None)
+    for r in got:  # each task a thread of the server, its report in the (local) runs folder
+        thread: Any = client.threads.get(r["thread_id"])
+        assert thread["metadata"]["task"] and thread["status"] == "idle"
+        listed: Any = client.runs.list(r["thread_id"])
+        context = listed[0]["kwargs"]["context"]
+        assert context["vnc_password_env"] == "VNC_PASSWORD_EVAL"
+        assert (out / r["report"]).is_file() and r["report"].startswith("runs/")
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["passed"] == 3 and summary["server"] == server.url
+    assert 'href="runs/' in (out / "index.html").read_text()
+    # the password never travels: not in the server's records, nor in anything eval wrote
+    assert server.workdir is not None
+    for folder in (out, server.workdir):
+        for path in folder.rglob("*"):
+            if path.is_file():
+                assert EVAL_PASSWORD.encode() not in path.read_bytes(), path

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
+import tempfile
 import threading
 import time
 import uuid
@@ -700,9 +700,10 @@ def _check_writable(runs_dir: Path) -> None:
     """Create the runs folder and prove it writable, or say which folder to choose."""
     try:
         runs_dir.mkdir(parents=True, exist_ok=True)
-        probe = runs_dir / f".write-test-{os.getpid()}"
-        probe.write_bytes(b"")
-        probe.unlink()
+        # a name of its own: agents in several threads of one process (vnc-use eval) check the
+        # same folder at once
+        with tempfile.NamedTemporaryFile(dir=runs_dir, prefix=".write-test-"):
+            pass
     except OSError as exc:
         raise ConfigError(
             f"cannot write the runs folder {runs_dir} ({exc.strerror or exc}); "

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -113,7 +114,7 @@ class SqliteStorage(Storage):
         conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30.0)
         saver = SqliteSaver(conn)
         try:
-            saver.setup()
+            _set_up(saver)
         except sqlite3.DatabaseError as exc:
             conn.close()
             raise ConfigError(
@@ -131,6 +132,21 @@ class SqliteStorage(Storage):
 
     def lease(self, address: str, holder: str) -> Lease:
         return FileLease(self.path.parent / LEASE_DIR, address, holder)
+
+
+def _set_up(saver: SqliteSaver, patience: float = 30.0) -> None:
+    """Create the checkpoint tables. Switching a new file to WAL mode can fail at once with
+    "database is locked" while another connection sets it up (agents starting together, e.g.
+    the tasks of ``vnc-use eval``), without waiting for the busy timeout: try again then."""
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            saver.setup()
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 class PostgresStorage(Storage):

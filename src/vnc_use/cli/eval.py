@@ -2,6 +2,8 @@
 
     vnc-use eval tasks.yaml --desktops 2 --out eval-out
     vnc-use eval --suite builtin --desktops 2 --out eval-out
+    vnc-use eval --suite builtin --desktops 2 --out eval-out --server http://127.0.0.1:2024
+    vnc-use eval tasks.yaml --rdp winbox.local --out eval-out
 
 Progress: on a terminal, one live line per desktop and an overall bar (rich); otherwise one
 line per finished task run. Ctrl-C stops cleanly (the runs in progress stop at their next
@@ -21,6 +23,7 @@ from types import FrameType
 from typing import Any
 
 from vnc_use import config
+from vnc_use.cli import rdp as rdp_commands
 from vnc_use.cli.common import EXIT_DONE, EXIT_ERROR, EXIT_INTERRUPTED
 from vnc_use.desktops.local import parse_size
 from vnc_use.errors import ConfigError
@@ -61,6 +64,27 @@ def register(sub: Any) -> None:
         "password from VNC_PASSWORD)",
     )
     p.add_argument("--size", default="1280x800", metavar="WxH", help="local desktops' size")
+    rdp_commands.add_options(
+        p, default_help="one desktop, the tasks one at a time on it (setup and check run here)"
+    )
+    p.add_argument(
+        "--connect-timeout", type=float, default=None, metavar="S", help="--rdp: default 5"
+    )
+    p.add_argument(
+        "--server",
+        default=None,
+        metavar="URL",
+        help="run each task as a thread on this LangGraph Server (setup and check still run "
+        "here); the server connects to the desktops: --vnc ADDR it can reach, or the local "
+        "desktops eval starts, all with the password in VNC_PASSWORD",
+    )
+    p.add_argument(
+        "--vnc-password-env",
+        default="VNC_PASSWORD",
+        metavar="NAME",
+        help="with --server: the server's environment variable that holds the desktops' VNC "
+        "password (the password itself never travels); default VNC_PASSWORD",
+    )
     hitl = p.add_mutually_exclusive_group()
     hitl.add_argument(
         "--no-hitl",
@@ -113,14 +137,66 @@ def _agent_options(args: argparse.Namespace) -> dict[str, Any]:
 def _slots(args: argparse.Namespace, out: Path) -> list[Any]:
     from vnc_use.evaluation.desktops import LocalSlot, VncSlot
 
+    rdp = rdp_commands.options_from(args, None)  # refuses --vnc with --rdp
+    if rdp is not None:
+        from vnc_use.evaluation.rdp import RdpSlot
+
+        if args.server:
+            raise ConfigError(
+                "--rdp and --server do not go together: the RDP bridge is private to this "
+                "machine; drop --server (the agent runs here)"
+            )
+        if args.desktops > 1:
+            raise ConfigError("--rdp is one desktop (tasks run one at a time); drop --desktops")
+        return [RdpSlot(rdp, config.rdp_password(), out.resolve() / "logs" / "freerdp.log")]
     if args.vnc:
         password = config.vnc_password() or None
         return [VncSlot(f"vnc-{i + 1}", addr, password) for i, addr in enumerate(args.vnc)]
+    shared = None
+    if args.server:  # the server reads the local desktops' password from its own variable
+        shared = config.vnc_password()
+        if not shared:
+            raise ConfigError(
+                "eval --server starts local desktops with the password in VNC_PASSWORD (the "
+                "server has it in the variable --vnc-password-env names): set VNC_PASSWORD, or "
+                "give --vnc ADDR desktops the server can reach"
+            )
     size = parse_size(args.size)
     return [  # absolute: Xvnc and the commands run in another folder
-        LocalSlot(out.resolve() / "desktops" / f"desktop-{i + 1}", size, reuse=args.reuse_desktops)
+        LocalSlot(
+            out.resolve() / "desktops" / f"desktop-{i + 1}",
+            size,
+            reuse=args.reuse_desktops,
+            password=shared,
+        )
         for i in range(args.desktops)
     ]
+
+
+def _runner(args: argparse.Namespace, out: Path) -> Any:
+    """Where the agent runs: in this process, or on ``--server`` (its key is the server's)."""
+    from vnc_use.evaluation.runner import AgentRunner
+    from vnc_use.providers.registry import make_planner
+
+    options = _agent_options(args)
+    budgets: dict[str, Any] = {
+        "step_limit": args.step_limit,
+        "seconds_timeout": args.timeout,
+        "approve_all": args.approve_all,
+    }
+    if args.server:
+        from vnc_use.evaluation.served import ServerRunner
+
+        runs_dir = str(out.resolve() / "runs")  # on the server's machine
+        runner = ServerRunner(
+            args.server, runs_dir, options, password_env=args.vnc_password_env, **budgets
+        )
+        runner.check()  # an unreachable server fails before any desktop starts
+        return runner
+    planner_keys = ("provider", "model", "base_url", "dialect", "environment", "model_family")
+    chosen: dict[str, Any] = {k: options.get(k) for k in planner_keys}
+    make_planner(**chosen).check_ready()  # a missing key fails before any desktop starts
+    return AgentRunner(out / "runs", options, **budgets)
 
 
 class _Display:
@@ -205,28 +281,16 @@ def _stop_on_ctrl_c(evaluation: Any) -> Iterator[None]:
 
 def command(args: argparse.Namespace) -> int:
     """Run the evaluation; 0 when every planned task run has a result, 130 when stopped."""
-    from vnc_use.evaluation.runner import AgentRunner
     from vnc_use.evaluation.suite import Evaluation
-    from vnc_use.providers.registry import make_planner
 
     tasks = _task_file(args)
     out = Path(args.out)
-    options = _agent_options(args)
-    planner_keys = ("provider", "model", "base_url", "dialect", "environment", "model_family")
-    chosen: dict[str, Any] = {k: options.get(k) for k in planner_keys}
-    make_planner(**chosen).check_ready()  # a missing key fails before any desktop starts
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"cannot create --out {out} ({exc.strerror}); choose another") from None
-    runner = AgentRunner(
-        out / "runs",
-        options,
-        step_limit=args.step_limit,
-        seconds_timeout=args.timeout,
-        approve_all=args.approve_all,
-    )
-    slots = _slots(args, out)
+    slots = _slots(args, out)  # refuses options that do not go together, starts nothing
+    runner = _runner(args, out)
     evaluation = Evaluation(tasks, out, slots, runner, repeat=args.repeat)
     planned, pending = len(evaluation.planned), len(evaluation.pending())
     if pending < planned and not args.quiet:

@@ -13,15 +13,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vnc_use import config
+from vnc_use.agent.remote import GRAPH_ID, outcome
+from vnc_use.agent.remote import client as _client
+from vnc_use.agent.remote import follow as _follow
+from vnc_use.agent.remote import reaching as _reaching
 from vnc_use.cli import progress
 from vnc_use.cli.common import EXIT_CODES, EXIT_DONE, EXIT_ERROR
-from vnc_use.errors import ConfigError, ServedRunError
+from vnc_use.errors import ConfigError
 from vnc_use.record.report import REPORT_NAME
 from vnc_use.status import RunStatus
 
@@ -30,9 +32,6 @@ if TYPE_CHECKING:  # langgraph is imported when a command needs it, not at start
     from vnc_use.agent.state import RunResult
 
 __all__ = ["GRAPH_ID", "add_server_options", "command", "runs_command"]
-
-GRAPH_ID = "vnc_use"
-"""The graph's name in ``langgraph.json``."""
 
 
 def add_server_options(p: argparse.ArgumentParser, *, run: bool = False) -> None:
@@ -59,32 +58,6 @@ def add_server_options(p: argparse.ArgumentParser, *, run: bool = False) -> None
             help="with --server --rdp: the environment variable of the server that holds the "
             "RDP password; default RDP_PASSWORD",
         )
-
-
-def _client(url: str) -> Any:
-    try:
-        from langgraph_sdk import get_sync_client
-    except ImportError:  # pragma: no cover - the server extra is missing
-        raise ConfigError("--server needs langgraph-sdk: pip install 'vnc-use[server]'") from None
-    return get_sync_client(url=url, api_key=None)
-
-
-@contextmanager
-def _reaching(url: str) -> Iterator[None]:
-    """Turn a server that cannot be reached, or refuses, into one line."""
-    import httpx
-
-    try:
-        yield
-    except httpx.HTTPStatusError as exc:
-        raise ConfigError(
-            f"the server at {url} refused: {exc.response.status_code} {exc.response.text[:200]}"
-        ) from None
-    except httpx.HTTPError as exc:
-        raise ConfigError(
-            f"cannot reach the server at {url} ({exc}); start it with 'langgraph dev' "
-            "in the project (see the README's Deployment section) or check --server"
-        ) from None
 
 
 def spec_from_args(args: argparse.Namespace) -> RunSpec:
@@ -198,60 +171,6 @@ def _next_leg(client: Any, tid: str, what: str) -> dict[str, Any]:
     if waiting:
         raise ConfigError(f"run {tid!r} waits for an approval: vnc-use approve|deny {tid}")
     return {"input": None}
-
-
-def _follow(client: Any, tid: str, show: progress.Progress, **run: Any) -> None:
-    """Start a run on thread ``tid`` and show its events until it ends or pauses."""
-    for part in client.runs.stream(tid, GRAPH_ID, stream_mode=["custom"], **run):
-        if part.event == "custom" and isinstance(part.data, dict):
-            show(part.data)
-
-
-def outcome(client: Any, tid: str) -> RunResult:
-    """How thread ``tid`` stands, as a :class:`RunResult` (its run folder is on the server)."""
-    thread = client.threads.get(tid)
-    state = client.threads.get_state(tid)
-    values: dict[str, Any] = state.get("values") or {}
-    interrupts = [i for task in state.get("tasks", []) for i in task.get("interrupts", [])]
-    status = RunStatus(values.get("status", RunStatus.RUNNING))
-    error = values.get("error")
-    pending = None
-    if thread.get("status") == "error":
-        status = RunStatus.ERROR
-        found = thread.get("error") or {}
-        error = f"{found.get('error', 'error')}: {found.get('message', '')}".strip(": ")
-        if found.get("error") == ServedRunError.__name__:  # one of ours: its line, as is
-            error = str(found.get("message"))
-    elif interrupts:
-        status, pending = RunStatus.AWAITING_APPROVAL, dict(interrupts[0]["value"])
-    elif status == RunStatus.RUNNING:
-        status, error = RunStatus.ERROR, f"the run stopped before finishing: vnc-use resume {tid}"
-    from vnc_use.agent.state import RunResult
-
-    return RunResult(
-        status=status,
-        thread_id=tid,
-        run_dir=_run_dir(client, tid) if values else "",  # none: the run never started
-        final_text=values.get("final_text", ""),
-        transcript=list(values.get("transcript", [])),
-        steps=values.get("step", 0),
-        error=error,
-        pending_call=pending,
-    )
-
-
-def _run_dir(client: Any, tid: str) -> str:
-    """The thread's run folder, on the server's side (the server keeps it with the spec)."""
-    import httpx
-
-    from vnc_use.agent.spec import SPEC_NAMESPACE
-
-    try:
-        item = client.store.get_item(list(SPEC_NAMESPACE), tid)
-    except httpx.HTTPStatusError:  # a thread this server never ran
-        return ""
-    runs_dir = (item or {}).get("value", {}).get("runs_dir") if isinstance(item, dict) else None
-    return str(Path(runs_dir) / tid) if runs_dir else ""
 
 
 def _report_line(run_dir: str) -> str | None:

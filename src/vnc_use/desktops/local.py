@@ -361,8 +361,9 @@ class LocalDesktop:
     """The per-user managed desktop in ``state_dir`` (default :func:`default_state_dir`).
 
     :meth:`up` starts it (or finds it running), :meth:`status` reports on it, :meth:`down`
-    stops exactly the processes it started. ``size``, ``browser`` and ``display`` (the X
-    display number; default the lowest free one from 1) apply when it starts.
+    stops exactly the processes it started. ``size``, ``browser``, ``display`` (the X
+    display number; default the lowest free one from 1) and ``password`` (the full-access VNC
+    password; default a new random one) apply when it starts.
     """
 
     def __init__(
@@ -374,6 +375,7 @@ class LocalDesktop:
         start_timeout: float = 30.0,
         stop_timeout: float = 10.0,
         display: int | None = None,
+        password: str | None = None,
     ) -> None:
         if browser not in BROWSERS:
             raise ConfigError(f"unknown browser {browser!r}; choose one of {', '.join(BROWSERS)}")
@@ -382,6 +384,7 @@ class LocalDesktop:
                 f"display number {display} is out of range; choose one from 0 to {MAX_DISPLAY}"
             )
         self.display = display
+        self.password = password  # None: a new random one at each start
         self.state_dir = Path(state_dir).expanduser() if state_dir else default_state_dir()
         self.size = size
         self.browser = browser
@@ -571,7 +574,7 @@ class LocalDesktop:
             os.close(fd)
 
     def _new_credentials(self) -> Credentials:
-        creds = Credentials(_new_password(), _new_password())
+        creds = Credentials(self.password or _new_password(), _new_password())
         while creds.view_password == creds.password:  # pragma: no cover - 1 in 2**47
             creds = Credentials(creds.password, _new_password())
         self._write_private(

@@ -13,7 +13,7 @@ import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from vnc_use import config
 from vnc_use.desktops.local import DesktopState, LocalDesktop, LocalDesktopError
@@ -35,6 +35,8 @@ class EvalDesktop:
     password: str | None = field(repr=False)
     env: dict[str, str]
     home: Path | None = None
+    agent: dict[str, Any] = field(default_factory=dict, repr=False)
+    """More keyword arguments for the agent on this desktop (an RDP bridge's keyboard, ...)."""
 
 
 class DesktopSlot(Protocol):
@@ -69,10 +71,17 @@ def command_environment(**extra: str) -> dict[str, str]:
 class LocalSlot:
     """A local desktop in ``root`` (``desktop-N`` of the eval's folder)."""
 
-    def __init__(self, root: Path, size: tuple[int, int], *, reuse: bool = False) -> None:
+    def __init__(
+        self,
+        root: Path,
+        size: tuple[int, int],
+        *,
+        reuse: bool = False,
+        password: str | None = None,
+    ) -> None:
         self.name = root.name
         self.reuse = reuse
-        self.desktop = LocalDesktop(root, size=size, browser="none")
+        self.desktop = LocalDesktop(root, size=size, browser="none", password=password)
         self._current: EvalDesktop | None = None
 
     def open(self) -> EvalDesktop:

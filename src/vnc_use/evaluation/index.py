@@ -57,6 +57,9 @@ def _cell(name: str, result: TaskResult) -> str:
     if name == "report":
         if not value:
             return '<td data-sort="">-</td>'
+        if str(value).startswith("server:"):  # on the server's side only: shown, not linked
+            shown = html.escape(str(value), quote=True)
+            return f'<td data-sort="{shown}" title="{shown}">on the server</td>'
         href = html.escape(str(value), quote=True)
         return f'<td data-sort="{href}"><a href="{href}">report</a></td>'
     text = "" if value is None else str(value)

@@ -2,8 +2,8 @@
 
 :func:`run_task` is the unit an evaluation repeats. The agent's part goes through a
 :class:`TaskRunner`: :class:`AgentRunner` runs :class:`~vnc_use.agent.VncUseAgent` in this
-process; a runner that sends the task to a LangGraph Server as a thread fits the same protocol
-(``run`` returns an :class:`AgentOutcome`, ``stop`` ends what runs).
+process; :class:`~vnc_use.evaluation.served.ServerRunner` sends the task to a LangGraph Server
+as a thread (``run`` returns an :class:`AgentOutcome`, ``stop`` ends what runs).
 """
 
 from __future__ import annotations
@@ -22,7 +22,14 @@ from vnc_use.evaluation.shell import Commands
 from vnc_use.evaluation.tasks import Task
 from vnc_use.status import RunStatus
 
-__all__ = ["AgentOutcome", "AgentRunner", "TaskRunner", "outcome_for", "run_task"]
+__all__ = [
+    "AgentOutcome",
+    "AgentRunner",
+    "TaskRunner",
+    "describe_options",
+    "outcome_for",
+    "run_task",
+]
 
 #: Outcome of a run whose check failed, by the run's status.
 _FAILED_AS: dict[str, Outcome] = {
@@ -93,16 +100,7 @@ class AgentRunner:
         self._stopped = False
 
     def describe(self) -> dict[str, Any]:
-        from vnc_use.providers.registry import make_planner
-
-        keys = ("provider", "model", "base_url", "dialect", "environment", "model_family")
-        chosen: dict[str, Any] = {k: self.options.get(k) for k in keys}
-        planner = make_planner(**chosen)
-        settings = planner.run_settings()
-        return {
-            "provider": self.options.get("provider") or settings.get("provider") or "gemini",
-            "model": settings.get("model"),
-        }
+        return describe_options(self.options)
 
     def run(
         self, task: Task, desktop: EvalDesktop, thread_id: str, say: Callable[[str], None]
@@ -121,7 +119,7 @@ class AgentRunner:
             seconds_timeout=task.timeout or self.seconds_timeout,
             hitl_mode=self.approve_all,
             on_event=on_event,
-            **self.options,
+            **{**self.options, **desktop.agent},
         ) as agent:
             with self._lock:
                 if self._stopped:
@@ -150,6 +148,19 @@ class AgentRunner:
                 agent.request_stop()
 
 
+def describe_options(options: dict[str, Any]) -> dict[str, Any]:
+    """``provider`` and ``model`` the agent options choose (for summary.json)."""
+    from vnc_use.providers.registry import make_planner
+
+    keys = ("provider", "model", "base_url", "dialect", "environment", "model_family")
+    chosen: dict[str, Any] = {k: options.get(k) for k in keys}
+    settings = make_planner(**chosen).run_settings()
+    return {
+        "provider": options.get("provider") or settings.get("provider") or "gemini",
+        "model": settings.get("model"),
+    }
+
+
 def outcome_for(status: str, check_passed: bool) -> Outcome:
     """The result's outcome from the run's status and whether the check passed."""
     if check_passed:
@@ -173,13 +184,13 @@ def run_task(
     commands = Commands({**desktop.env, **extra_env}, log, cwd=desktop.home)
 
     def result(outcome: Outcome, **fields: Any) -> TaskResult:
+        fields.setdefault("thread_id", thread_id)
         return TaskResult(
             id=task.id,
             repeat=repeat,
             success=outcome == "passed",
             outcome=outcome,
             seconds=round(time.monotonic() - started, 3),
-            thread_id=thread_id,
             **fields,
         )
 
@@ -197,6 +208,7 @@ def run_task(
         if run.status == RunStatus.INTERRUPTED:
             return None
         common = {"status": run.status, "steps": run.steps, "report": run.report}
+        common["thread_id"] = run.thread_id  # a server names its own threads
         if run.status == RunStatus.ERROR:
             return result("error", error=run.error, **common)
         say("check")

@@ -1,0 +1,153 @@
+"""Tasks as threads on a LangGraph Server (``vnc-use eval --server URL``).
+
+:class:`ServerRunner` is the :class:`~vnc_use.evaluation.runner.TaskRunner` whose agent runs on
+the server: each task becomes a thread there, its run spec (the graph's context) names the
+desktop's address and the *name* of the server's environment variable that holds the VNC
+password, never the password. Setup and check still run here, against the same desktops.
+
+The run folders are on the server's side, under ``runs_dir`` as the server sees it; a task's
+``report`` is that report's path when this machine can read it, else ``server:PATH``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from vnc_use.agent import remote
+from vnc_use.errors import ConfigError
+from vnc_use.evaluation.desktops import EvalDesktop
+from vnc_use.evaluation.runner import AgentOutcome, describe_options
+from vnc_use.evaluation.tasks import Task
+from vnc_use.status import RunStatus
+
+__all__ = ["SERVER_REPORT", "ServerRunner"]
+
+#: How a report only the server can read is recorded: ``server:`` and its path there.
+SERVER_REPORT = "server:"
+
+
+class ServerRunner:
+    """Run each task as a thread on the LangGraph Server at ``url`` (see the module's doc).
+
+    ``agent_options`` are :class:`~vnc_use.agent.spec.RunSpec` fields shared by every task
+    (provider, model, ...); ``password_env`` names the server's variable with the desktops'
+    VNC password. As for :class:`~vnc_use.evaluation.runner.AgentRunner`, ``approve_all``
+    approves every action that asks for it, else such an action ends the task as denied.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        runs_dir: str,
+        agent_options: dict[str, Any],
+        *,
+        password_env: str,
+        step_limit: int,
+        seconds_timeout: float,
+        approve_all: bool = False,
+    ) -> None:
+        self.url = url
+        self.runs_dir = runs_dir
+        self.options = agent_options
+        self.password_env = password_env
+        self.step_limit = step_limit
+        self.seconds_timeout = seconds_timeout
+        self.approve_all = approve_all
+        self.api = remote.client(url)
+        self._live: dict[str, str] = {}  # thread id -> its current run id
+        self._lock = threading.Lock()
+        self._stopped = False
+
+    def check(self) -> None:
+        """Fail with one line when the server cannot be reached."""
+        with remote.reaching(self.url):
+            self.api.threads.search(limit=1)
+
+    def describe(self) -> dict[str, Any]:
+        return {**describe_options(self.options), "server": self.url}
+
+    def spec(self, task: Task, desktop: EvalDesktop) -> dict[str, Any]:
+        """The run's context: no secret, only the password variable's name."""
+        from vnc_use.agent.spec import RunSpec
+
+        spec = RunSpec(
+            vnc_server=desktop.server,
+            vnc_password_env=self.password_env,
+            step_limit=task.step_limit or self.step_limit,
+            seconds_timeout=task.timeout or self.seconds_timeout,
+            hitl_mode=self.approve_all,
+            runs_dir=self.runs_dir,
+            **self.options,
+        )
+        spec.check()
+        return spec.to_json()
+
+    def run(
+        self, task: Task, desktop: EvalDesktop, thread_id: str, say: Callable[[str], None]
+    ) -> AgentOutcome:
+        def on_event(event: dict[str, Any]) -> None:
+            if event.get("event") == "action":
+                say(f"step {event.get('step')}: {event.get('name')}")
+
+        context = self.spec(task, desktop)
+        with remote.reaching(self.url):
+            thread = self.api.threads.create(
+                metadata={"task": task.task, "eval_run": thread_id, "vnc": desktop.server}
+            )
+            tid = str(thread["thread_id"])
+            leg: dict[str, Any] = {"input": {"task": task.task}, "context": context}
+            try:
+                while True:
+                    if self._stopped:
+                        return AgentOutcome(RunStatus.INTERRUPTED, 0, tid, None)
+                    remote.follow(self.api, tid, on_event, on_run_created=self._started(tid), **leg)
+                    result = remote.outcome(self.api, tid)
+                    if result.status != RunStatus.AWAITING_APPROVAL:
+                        break
+                    leg = {"command": {"resume": "approve"}}
+            finally:
+                with self._lock:
+                    self._live.pop(tid, None)
+        if self._stopped:
+            return AgentOutcome(RunStatus.INTERRUPTED, result.steps, tid, None)
+        return AgentOutcome(str(result.status), result.steps, tid, self._report(tid), result.error)
+
+    def _started(self, tid: str) -> Callable[[dict[str, Any]], None]:
+        def started(metadata: dict[str, Any]) -> None:
+            with self._lock:
+                self._live[tid] = str(metadata["run_id"])
+            if self._stopped:
+                self._cancel(tid, str(metadata["run_id"]))
+
+        return started
+
+    def _report(self, tid: str) -> str:
+        """The run's report here (rendered from its folder when the server wrote none), else
+        ``server:`` and where it is on the server's side."""
+        from vnc_use.record.report import REPORT_NAME, write_report
+
+        folder = Path(self.runs_dir) / tid
+        path = folder / REPORT_NAME
+        if not path.exists() and (folder / "events.jsonl").exists():
+            try:  # the events are redacted already, as the server wrote them
+                write_report(folder)
+            except (OSError, ValueError):
+                return SERVER_REPORT + str(path)
+        return str(path) if path.exists() else SERVER_REPORT + str(path)
+
+    def _cancel(self, tid: str, run_id: str) -> None:
+        try:
+            with remote.reaching(self.url):
+                self.api.runs.cancel(tid, run_id, action="interrupt")
+        except ConfigError:  # stopping is best effort: the run ends at its time limit anyway
+            pass
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stopped = True
+            live = list(self._live.items())
+        for tid, run_id in live:
+            self._cancel(tid, run_id)
