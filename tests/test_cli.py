@@ -401,7 +401,7 @@ def test_bad_usage_is_exit_2() -> None:
 
 @pytest.mark.desktop
 def test_readme_offline_flow_with_the_stand_in_command(probe: Probe, tmp_path: Path) -> None:
-    """The README's offline recipe: the stand-in as a command, `vnc-use run` pointed at it."""
+    """docs/testing-offline.md's recipe: the stand-in as a command, `vnc-use run` pointed at it."""
     script = tmp_path / "script.json"
     script.write_text(
         json.dumps(

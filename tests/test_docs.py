@@ -11,7 +11,7 @@ from pathlib import Path
 
 from doc_pages import README, ROOT, all_pages, blocks
 
-TESTS = Path(__file__).resolve().parent
+TESTS = ROOT / "tests"  # every folder of the suite, wherever this file lives in it
 
 # Each shell command of the docs (comments cut, `\` continuations joined, `export` lines left
 # out: they only set variables) must match one of these patterns; the tests named beside it run
@@ -269,6 +269,6 @@ def test_the_front_page_is_short_and_its_links_land() -> None:
 def test_every_page_is_in_the_nav() -> None:
     """mkdocs.yml's nav names every page under docs/ (a page left out is found by no reader)."""
     nav = (ROOT / "mkdocs.yml").read_text("utf-8").split("\nnav:", 1)[1]
-    named = set(re.findall(r":\s*(\S+\.md)\s*$", nav, re.M))
+    named = set(re.findall(r"^\s*-[^#\n]*:\s*(\S+\.md)\s*$", nav, re.M))  # not the comments
     pages = {str(p.relative_to(ROOT / "docs")) for p in (ROOT / "docs").rglob("*.md")}
     assert pages == named
