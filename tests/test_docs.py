@@ -32,6 +32,16 @@ COVERED: list[tuple[str, tuple[str, ...]]] = [
             "test_readme_offline_flow_with_the_stand_in_command",
         ),
     ),
+    # a fleet of desktop hosts (docs/fleet.md)
+    (
+        r"vnc-use worker --database \S+ --worker-id \S+ --runs-dir \S+ --vnc( \S+)+",
+        ("test_a_fleet_of_two_workers_survives_one_killed_and_waits_for_people",),
+    ),
+    (
+        r"vnc-use (run --fleet \S+ --task \"Click #r0\" --thread-id r0 --no-hitl|approve --fleet"
+        r" \S+ r6|report --fleet \S+ r0 --out \S+|fleet status --fleet \S+)",
+        ("test_a_fleet_of_two_workers_survives_one_killed_and_waits_for_people",),
+    ),
     # providers, Gemini's families, local models
     (
         r"vnc-use run --provider (gemini|anthropic|openai|openai-compatible) .*",

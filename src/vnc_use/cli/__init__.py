@@ -18,9 +18,11 @@ from collections.abc import Sequence
 from vnc_use import __version__
 from vnc_use.cli import desktop as desktop_commands
 from vnc_use.cli import eval as eval_commands
+from vnc_use.cli import fleet as fleet_commands
 from vnc_use.cli import mcp as mcp_commands
 from vnc_use.cli import report as report_commands
 from vnc_use.cli import run as run_commands
+from vnc_use.cli import worker as worker_commands
 from vnc_use.cli.common import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE
 from vnc_use.errors import ConfigError, VncUseError
 
@@ -46,6 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
     report_commands.register(sub)
     mcp_commands.register(sub)
     eval_commands.register(sub)
+    worker_commands.register(sub)
+    fleet_commands.register(sub)
     return parser
 
 

@@ -12,6 +12,9 @@ from typing import Any
 
 from vnc_use import config
 from vnc_use.cli.common import EXIT_DONE, add_runs_dir
+from vnc_use.cli.fleet import add_fleet_options
+from vnc_use.cli.fleet import report_command as fleet_report
+from vnc_use.cli.fleet import runs_command as fleet_runs
 from vnc_use.cli.progress import LineFormatter, plain
 from vnc_use.record import timefmt
 from vnc_use.record.folder import Redactor
@@ -27,6 +30,8 @@ def register(sub: Any) -> None:
     p.add_argument("thread_id", metavar="ID")
     p.add_argument("--gif", action="store_true", help=f"also write {GIF_NAME}: the steps animated")
     p.add_argument("--embed", action="store_true", help="put the screenshots inside the HTML file")
+    p.add_argument("--out", default=None, metavar="FILE", help="with --fleet: where to write it")
+    add_fleet_options(p)
     add_runs_dir(p)
     p.set_defaults(func=report_command)
 
@@ -39,6 +44,7 @@ def register(sub: Any) -> None:
         metavar="URL",
         help="list the threads of a LangGraph Server instead (awaiting approval first)",
     )
+    add_fleet_options(p)
     add_runs_dir(p)
     p.set_defaults(func=runs_command)
 
@@ -56,6 +62,8 @@ def _redactor() -> Redactor:
 
 def report_command(args: argparse.Namespace) -> int:
     """Write ``report.html`` (and ``report.gif``) for a run; print their paths."""
+    if args.fleet:
+        return fleet_report(args)
     folder = run_folder(args.runs_dir, args.thread_id)
     redact = _redactor()
     print(f"report: {write_report(folder, redact=redact, embed=args.embed)}")
@@ -82,6 +90,8 @@ def _as_json(s: RunSummary) -> dict[str, Any]:
 
 def runs_command(args: argparse.Namespace) -> int:
     """List the runs of ``--runs-dir``, newest first (or a server's: ``--server``)."""
+    if args.fleet:
+        return fleet_runs(args)
     if args.server:
         from vnc_use.cli.server import runs_command as server_runs
 

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 from vnc_use import config
 from vnc_use.agent.lease import DEFAULT_LEASE_TIMEOUT
 from vnc_use.cli import desktop as desktop_commands
+from vnc_use.cli import fleet as fleet_commands
 from vnc_use.cli import progress
 from vnc_use.cli import rdp as rdp_commands
 from vnc_use.cli import server as server_commands
@@ -237,6 +238,7 @@ def register(sub: Any) -> None:
     )
     _common(run)
     server_commands.add_server_options(run, run=True)
+    fleet_commands.add_fleet_options(run, run=True)
     run.set_defaults(func=command)
 
     _register_replay(sub)
@@ -252,6 +254,7 @@ def register(sub: Any) -> None:
         rdp_commands.add_options(p, default_help="default: the run's own (a new bridge)")
         _common(p)
         server_commands.add_server_options(p)
+        fleet_commands.add_fleet_options(p)
         p.set_defaults(func=command)
 
 
@@ -304,6 +307,8 @@ def command(args: argparse.Namespace) -> int:
     """Run one of the four commands; returns the exit code of the run's outcome."""
     if getattr(args, "server", None):  # the run happens on a LangGraph Server
         return server_commands.command(args)
+    if getattr(args, "fleet", None):  # a worker of the fleet does the run
+        return fleet_commands.command(args)
     if getattr(args, "screen_region", None) is not None:  # a bad one fails before anything
         ScreenRegion.parse(args.screen_region)
     saved = None if args.command == "run" else _run_settings(args)
