@@ -225,3 +225,84 @@ def test_a_fleet_of_two_workers_survives_one_killed_and_waits_for_people(
             b.proc.wait(10)
         a.stop()
     assert a.proc.returncode == 0, "".join(a.lines)
+
+
+@pytest.mark.timeout(900)
+def test_eval_fleet_runs_the_builtin_suite_over_two_workers_one_killed(
+    pg: PostgresServer, gemini: GeminiStandIn, tmp_path: Path
+) -> None:
+    """``eval --suite builtin --fleet``: two workers of two local desktops each; B is killed
+    mid-suite; its tasks start again from their setup on A; results complete, oracle 100 %."""
+    from vnc_use.desktops.local import LocalDesktop
+    from vnc_use.evaluation.tasks import load_tasks, suite_path
+    from vnc_use.fleet.db import FleetDb
+
+    from eval_oracle import oracle
+
+    suite = load_tasks(suite_path("builtin")).tasks
+    gemini.script(oracle(suite))
+    runs = tmp_path / "fleet-runs"
+    workers = []
+    for name in ("EA", "EB"):
+        argv = [*CLI, "worker", "--database", pg.url, "--worker-id", name, "--runs-dir", str(runs)]
+        argv += ["--desktops", "2", "--label", "eval"]
+        env = {**os.environ, "VNC_PASSWORD": PASSWORD}
+        workers.append(
+            subprocess.Popen(
+                argv,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
+    out = tmp_path / "eval-out"
+    env = {k: v for k, v in os.environ.items() if k != "GOOGLE_API_KEY"}
+    argv = [*CLI, "eval", "--suite", "builtin", "--fleet", pg.url, "--label", "eval"]
+    argv += ["--out", str(out), "--quiet"]
+    submitter = subprocess.Popen(
+        argv,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    db = FleetDb(pg.url)
+    try:
+        deadline = time.monotonic() + 600
+        while True:  # B is killed once it finished two tasks (and is in its next ones)
+            legs = {w["worker_id"]: w["legs_done"] for w in db.workers()}
+            if legs.get("EB", 0) >= 2:
+                break
+            assert time.monotonic() < deadline and submitter.poll() is None, legs
+            time.sleep(0.2)
+        workers[1].send_signal(signal.SIGKILL)
+        workers[1].wait(10)
+        stdout, stderr = submitter.communicate(timeout=600)
+        assert submitter.returncode == 0, stdout + stderr
+        got = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+        assert sorted(r["id"] for r in got) == sorted(t.id for t in suite)
+        assert {r["id"]: r["error"] for r in got if not r["success"]} == {}
+        summary = json.loads((out / "summary.json").read_text())
+        assert summary["complete"] is True and summary["success_rate"] == 1.0
+        assert summary["fleet"] == f"postgresql://vnc_use:***@127.0.0.1:{pg.port}/postgres"
+        assert (out / "index.html").is_file()
+        assert {w["worker_id"]: w["state"] for w in db.workers()}["EB"] == "dead"
+        assert not gemini.violations
+    finally:
+        db.close()
+        if submitter.poll() is None:
+            submitter.kill()
+            submitter.wait(10)
+        for proc in workers:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(60)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(10)
+        # the killed worker's local desktops outlived it: stop them
+        for folder in (runs / ".fleet-desktops" / "EB").glob("desktop-*"):
+            LocalDesktop(folder).down()

@@ -23,6 +23,7 @@ from types import FrameType
 from typing import Any
 
 from vnc_use import config
+from vnc_use.cli import fleet as fleet_commands
 from vnc_use.cli import rdp as rdp_commands
 from vnc_use.cli.common import EXIT_DONE, EXIT_ERROR, EXIT_INTERRUPTED
 from vnc_use.desktops.local import parse_size
@@ -107,6 +108,7 @@ def register(sub: Any) -> None:
     p.add_argument("--keep-screenshots", type=int, default=None, metavar="N")
     p.add_argument("--exclude", nargs="+", default=[], metavar="NAME", help="actions to forbid")
     p.add_argument("--quiet", action="store_true", help="print only the summary")
+    fleet_commands.add_fleet_options(p, run=True)
     p.set_defaults(func=command)
 
 
@@ -283,6 +285,8 @@ def command(args: argparse.Namespace) -> int:
     """Run the evaluation; 0 when every planned task run has a result, 130 when stopped."""
     from vnc_use.evaluation.suite import Evaluation
 
+    if args.fleet:  # each task a leg on the fleet's queue
+        return fleet_commands.eval_command(args)
     tasks = _task_file(args)
     out = Path(args.out)
     try:

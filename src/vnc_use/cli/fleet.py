@@ -224,3 +224,44 @@ def status_command(args: argparse.Namespace) -> int:
     if not found["awaiting_approval"]:
         print("  (none)")
     return EXIT_DONE
+
+
+def eval_command(args: argparse.Namespace) -> int:
+    """``vnc-use eval TASKS --fleet URL``: every task run a leg on the fleet's queue."""
+    from vnc_use.cli import eval as eval_door
+    from vnc_use.evaluation.suite import Evaluation
+    from vnc_use.fleet.evaluate import FleetRunner, run_fleet_eval
+    from vnc_use.fleet.queue import queue_name
+    from vnc_use.fleet.submit import DEFAULT_LABEL
+
+    if args.vnc or args.rdp or args.server or args.desktops != 1 or args.reuse_desktops:
+        raise ConfigError(
+            "--vnc, --rdp, --server, --desktops and --reuse-desktops cannot go with --fleet: "
+            "the workers' desktops run the tasks; drop them"
+        )
+    url = fleet_url(args.fleet)
+    label = args.label or DEFAULT_LABEL
+    queue_name(label)
+    tasks = eval_door._task_file(args)
+    out = Path(args.out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cannot create --out {out} ({exc.strerror}); choose another") from None
+    options = eval_door._agent_options(args)
+    evaluation = Evaluation(tasks, out, [], FleetRunner(url, options), repeat=args.repeat)
+    leg = {
+        "options": options,
+        "step_limit": args.step_limit,
+        "seconds_timeout": args.timeout,
+        "approve_all": args.approve_all,
+        "label": label,
+    }
+
+    def show(result: Any) -> None:
+        if not args.quiet:
+            print(f"{result.id} #{result.repeat}: {result.outcome}", flush=True)
+
+    summary = run_fleet_eval(evaluation, url, label, leg, show)
+    eval_door._print_summary(summary, out)
+    return EXIT_DONE if summary["complete"] else EXIT_ERROR

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -102,7 +103,10 @@ class FleetDb:
     def setup_lock(self) -> Iterator[None]:
         """Hold the fleet's set-up lock (creating tables) for the block."""
         key = lease_number("vnc-use-fleet-setup")
-        self._all("SELECT pg_advisory_lock(%s)", (key,))
+        # polled, not waited for inside a statement: LangGraph's CREATE INDEX CONCURRENTLY
+        # waits for every open transaction, a blocked pg_advisory_lock included (a deadlock)
+        while not postgres.try_advisory_lock(self.conn, key):
+            time.sleep(0.1)
         try:
             yield
         finally:

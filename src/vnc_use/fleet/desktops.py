@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vnc_use import config
-from vnc_use.evaluation.desktops import DesktopSlot, LocalSlot, VncSlot
+from vnc_use.evaluation.desktops import DesktopSlot, EvalDesktop, LocalSlot, VncSlot
 
 __all__ = ["Desk", "DesktopPool"]
 
@@ -20,6 +20,15 @@ class Desk:
     password: str | None
     slot: DesktopSlot
     busy_with: str | None = None
+
+    def fresh(self) -> EvalDesktop:
+        """The desktop for an eval task: a local one started afresh (its address may change),
+        one someone else runs as it is."""
+        if isinstance(self.slot, LocalSlot):
+            self.slot.close()
+        opened = self.slot.open()
+        self.server, self.password = opened.server, opened.password
+        return opened
 
 
 class DesktopPool:
@@ -36,14 +45,14 @@ class DesktopPool:
         host, port = parse_server(server)
         address = f"{host}::{port}"
         slot = VncSlot(address, address, config.vnc_password())
-        self.desks[address] = Desk(address, slot.password, slot)
+        self.desks[slot.name] = Desk(address, slot.password, slot)
 
     def add_local(self, root: Path, size: tuple[int, int]) -> None:
         # one password for the fleet's desktops (VNC_PASSWORD), so another worker can go on
         # with a run whose worker died; else each desktop's own
         slot = LocalSlot(root, size, reuse=True, password=config.vnc_password())
         opened = slot.open()
-        self.desks[opened.server] = Desk(opened.server, opened.password, slot)
+        self.desks[slot.name] = Desk(opened.server, opened.password, slot)
 
     def snapshot(self) -> dict[str, str | None]:
         """Each desktop's address and the run it is busy with (None: free)."""
@@ -51,7 +60,8 @@ class DesktopPool:
             return {d.server: d.busy_with for d in self.desks.values()}
 
     def owns(self, server: str) -> bool:
-        return server in self.desks
+        with self._changed:
+            return any(d.server == server for d in self.desks.values())
 
     def take(self, thread_id: str, server: str | None = None, timeout: float = 600.0) -> Desk:
         """A free desktop (``server``: that one) for run ``thread_id``; waits for it."""

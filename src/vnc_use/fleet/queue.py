@@ -26,6 +26,7 @@ from vnc_use.errors import ConfigError
 __all__ = [
     "LEG_WORKFLOW",
     "Enqueuer",
+    "current_workflow_id",
     "launch_worker",
     "queue_name",
     "recover",
@@ -113,6 +114,11 @@ def recover(worker_id: str) -> int:
     workflow recovery); how many."""
     dbos = _dbos()
     return len(dbos.DBOS._recover_pending_workflows([worker_id]))
+
+
+def current_workflow_id() -> str:
+    """The id of the leg (DBOS workflow) running in this thread."""
+    return str(_dbos().DBOS.workflow_id)
 
 
 def shutdown() -> None:

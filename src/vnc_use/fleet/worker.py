@@ -22,9 +22,8 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from vnc_use.agent.runner import VncUseAgent
 from vnc_use.errors import VncUseError
 from vnc_use.fleet import queue
 from vnc_use.fleet.db import FleetDb, RunRow
@@ -62,7 +61,7 @@ class Worker:
         self.enqueuer: queue.Enqueuer | None = None
         self.draining = threading.Event()
         self.stopped = threading.Event()
-        self._agents: dict[str, VncUseAgent] = {}
+        self._agents: dict[str, Stoppable] = {}
         self._lock = threading.Lock()
 
     # -- life --------------------------------------------------------------------------------
@@ -79,7 +78,8 @@ class Worker:
         for address in o.vnc:
             self.pool.add_vnc(address)
         for n in range(o.local_desktops):
-            self.pool.add_local(o.runs_dir / ".fleet-desktops" / f"desktop-{n + 1}", o.desktop_size)
+            root = o.runs_dir / ".fleet-desktops" / o.worker_id / f"desktop-{n + 1}"
+            self.pool.add_local(root, o.desktop_size)
         with self.db.setup_lock():  # one worker at a time: LangGraph's migrations race
             _set_up_storage(o.database, o.runs_dir)
         self.db.register_worker(o.worker_id, o.labels, self.pool.snapshot(), socket.gethostname())
@@ -87,7 +87,7 @@ class Worker:
         queue.launch_worker(o.database, o.worker_id, o.labels, len(self.pool.desks), self.leg)
         for target in (self._heartbeats, self._watch):
             threading.Thread(target=target, daemon=True, name=target.__name__).start()
-        desks = ", ".join(self.pool.desks) or "none"
+        desks = ", ".join(self.pool.snapshot()) or "none"
         self.say(f"worker {o.worker_id}: labels {', '.join(o.labels)}; desktops {desks}")
 
     def serve(self) -> None:
@@ -164,6 +164,8 @@ class Worker:
     # -- legs ----------------------------------------------------------------------------
     def leg(self, payload: dict[str, Any]) -> dict[str, Any]:
         """The DBOS workflow: one leg (see :mod:`vnc_use.fleet.leg`)."""
+        if payload.get("kind") == "eval":
+            return self._eval_leg(payload)
         if self.draining.is_set():
             return self._hand_back(payload, str(payload.get("action", "run")))
         db = FleetDb(self.options.database, application_name="vnc-use fleet leg")
@@ -202,6 +204,33 @@ class Worker:
             return self._hand_back(payload, "resume")
         return {"worker": self.options.worker_id, **result}
 
+    def _eval_leg(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """A task of ``eval --fleet``: setup, agent and check on a desktop of ours."""
+        from vnc_use.fleet.evaluate import run_eval_leg
+
+        tid = str(payload["thread_id"])
+        outcome: dict[str, Any] = {"interrupted": True}
+        if not self.draining.is_set():
+            desk = self.pool.take(tid)
+            try:
+                desktop = desk.fresh()
+                stopper = _EvalStop()
+                self._running(tid, stopper)
+                try:
+                    outcome = run_eval_leg(
+                        payload, desktop, self.options.runs_dir, self.options.worker_id, stopper
+                    )
+                finally:
+                    self._running(tid, None)
+            finally:
+                self.pool.give_back(desk)
+        if outcome.get("interrupted"):  # drained: another worker does the task
+            assert self.enqueuer is not None
+            label = str(payload.get("label") or self.options.labels[0])
+            wid = self.enqueuer.enqueue(label, queue.current_workflow_id() + "-back", payload)
+            return {"handed_back": wid}
+        return outcome
+
     def _desk_for(self, row: RunRow) -> Desk | None:
         """The run's desktop if it is one of ours (waiting until it is free), a free one of
         ours for a run not pinned yet; None for another host's desktop."""
@@ -209,7 +238,7 @@ class Worker:
             return self.pool.take(row.thread_id, row.desktop)
         return None
 
-    def _running(self, tid: str, agent: VncUseAgent | None) -> None:
+    def _running(self, tid: str, agent: Stoppable | None) -> None:
         with self._lock:
             if agent is None:
                 self._agents.pop(tid, None)
@@ -245,3 +274,20 @@ def _set_up_storage(database: str, runs_dir: Path) -> None:
         storage.journal("-")
     finally:
         storage.close()
+
+
+class Stoppable(Protocol):
+    def request_stop(self) -> None: ...
+
+
+class _EvalStop:
+    """Stands for an eval task's agent among the running legs: a drain stops it."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self.runner: Any = None
+
+    def request_stop(self) -> None:
+        self.requested = True
+        if self.runner is not None:
+            self.runner.stop()
