@@ -42,6 +42,10 @@ COVERED: list[tuple[str, tuple[str, ...]]] = [
         r" \S+ r6|report --fleet \S+ r0 --out \S+|fleet status --fleet \S+)",
         ("test_a_fleet_of_two_workers_survives_one_killed_and_waits_for_people",),
     ),
+    (
+        r"vnc-use eval --suite builtin --fleet \S+ --label eval --out \S+",
+        ("test_eval_fleet_runs_the_builtin_suite_over_two_workers_one_killed",),
+    ),
     # providers, Gemini's families, local models
     (
         r"vnc-use run --provider (gemini|anthropic|openai|openai-compatible) .*",

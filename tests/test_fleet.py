@@ -243,6 +243,7 @@ def test_eval_fleet_runs_the_builtin_suite_over_two_workers_one_killed(
     gemini.script(oracle(suite))
     runs = tmp_path / "fleet-runs"
     workers = []
+    logs = {name: (tmp_path / f"{name}.log").open("w") for name in ("EA", "EB")}
     for name in ("EA", "EB"):
         argv = [*CLI, "worker", "--database", pg.url, "--worker-id", name, "--runs-dir", str(runs)]
         argv += ["--desktops", "2", "--label", "eval"]
@@ -256,6 +257,10 @@ def test_eval_fleet_runs_the_builtin_suite_over_two_workers_one_killed(
                 stderr=subprocess.DEVNULL,
             )
         )
+    deadline = time.monotonic() + 120
+    while not all("labels" in (tmp_path / f"{n}.log").read_text() for n in logs):
+        assert time.monotonic() < deadline, [(tmp_path / f"{n}.log").read_text() for n in logs]
+        time.sleep(0.2)
     out = tmp_path / "eval-out"
     env = {k: v for k, v in os.environ.items() if k != "GOOGLE_API_KEY"}
     argv = [*CLI, "eval", "--suite", "builtin", "--fleet", pg.url, "--label", "eval"]
@@ -275,7 +280,9 @@ def test_eval_fleet_runs_the_builtin_suite_over_two_workers_one_killed(
             legs = {w["worker_id"]: w["legs_done"] for w in db.workers()}
             if legs.get("EB", 0) >= 2:
                 break
-            assert time.monotonic() < deadline and submitter.poll() is None, legs
+            if submitter.poll() is not None:
+                pytest.fail(f"eval ended early: {submitter.communicate()}")
+            assert time.monotonic() < deadline, legs
             time.sleep(0.2)
         workers[1].send_signal(signal.SIGKILL)
         workers[1].wait(10)
@@ -306,3 +313,40 @@ def test_eval_fleet_runs_the_builtin_suite_over_two_workers_one_killed(
         # the killed worker's local desktops outlived it: stop them
         for folder in (runs / ".fleet-desktops" / "EB").glob("desktop-*"):
             LocalDesktop(folder).down()
+
+
+def test_fleet_usage_problems_are_one_line(tmp_path: Path) -> None:
+    """Options a fleet cannot honour, a worker without desktops, no database: one line, exit 2."""
+    url = "postgresql://ann@127.0.0.1:1/fleet"
+    cases = [
+        (
+            ["run", "--fleet", url, "--vnc", "127.0.0.1::5901", "--task", "t"],
+            "cannot go with --fleet",
+        ),
+        (["worker", "--database", url], "a worker needs desktops"),
+        (
+            ["worker", "--database", url, "--rdp", "host"],
+            "--rdp is not supported by vnc-use worker",
+        ),
+        (["run", "--fleet", url, "--label", "no spaces", "--task", "t"], "label 'no spaces'"),
+        (["fleet", "status", "--fleet", "env"], "the fleet's database is not given"),
+        (
+            [
+                "eval",
+                "--suite",
+                "builtin",
+                "--fleet",
+                url,
+                "--out",
+                str(tmp_path / "o"),
+                "--desktops",
+                "2",
+            ],
+            "cannot go with --fleet",
+        ),
+    ]
+    env = {"VNC_USE_DATABASE_URL": ""}
+    for argv, says in cases:
+        done = run_cli(argv, env=env)
+        assert done.returncode == 2, (argv, done.stdout, done.stderr)
+        assert says in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr

@@ -73,6 +73,7 @@ __all__ = [
     "sensitive_value",
     "vnc_password",
     "vnc_username",
+    "url_has_password",
     "vnc_view_password",
 ]
 
@@ -227,6 +228,11 @@ def database_url() -> str | None:
     """``VNC_USE_DATABASE_URL``, stripped: where checkpoints live when no ``--checkpointer``."""
     url = _get(DATABASE_URL_VARIABLE)
     return url.strip() if url else None
+
+
+def url_has_password(url: str) -> bool:
+    """Whether a ``scheme://user:password@host/...`` URL carries a password."""
+    return _url_password(url) is not None
 
 
 def _url_password(url: str | None) -> str | None:

@@ -52,6 +52,12 @@ def fleet_url(value: str | None) -> str:
 
     if not is_postgres_url(url):
         raise ConfigError("--fleet takes the fleet's postgresql://USER@HOST:PORT/DB URL")
+    if value not in (None, "", "env") and config.url_has_password(url):
+        print(
+            "vnc-use: warning: a password in the database URL is visible to other users in the "
+            "process list; prefer PGPASSWORD or VNC_USE_DATABASE_URL (--fleet env)",
+            file=sys.stderr,
+        )
     return url
 
 
@@ -95,11 +101,14 @@ def command(args: argparse.Namespace) -> int:
     from vnc_use.fleet.submit import DEFAULT_LABEL, Submitter
 
     url = fleet_url(args.fleet)
+    spec: dict[str, Any] | None = None
+    label = (args.label or DEFAULT_LABEL) if args.command == "run" else DEFAULT_LABEL
+    if args.command == "run":  # a bad option fails before the database is reached
+        queue_name(label)
+        spec = _spec(args)
     with Submitter(url) as fleet:
-        if args.command == "run":
-            label = args.label or DEFAULT_LABEL
-            queue_name(label)
-            workflow = fleet.start(args.task, _spec(args), label, args.thread_id)
+        if spec is not None:
+            workflow = fleet.start(args.task, spec, label, args.thread_id)
         else:
             workflow = fleet.answer(args.thread_id, args.command)
         outcome = fleet.wait(workflow)
@@ -148,8 +157,8 @@ def runs_command(args: argparse.Namespace) -> int:
             "thread_id": r.thread_id,
             "status": r.status,
             "label": r.label,
-            "worker": r.worker_id,
-            "desktop": r.desktop,
+            "worker": r.worker_id or "",
+            "desktop": r.desktop or "",
             "task": r.task,
         }
         for r in rows
@@ -163,7 +172,7 @@ def runs_command(args: argparse.Namespace) -> int:
         return EXIT_DONE
     print(f"{'THREAD':<14}  {'STATUS':<17}  {'WORKER':<12}  TASK")
     for r in out:
-        print(f"{r['thread_id']:<14}  {r['status']:<17}  {r['worker'] or '':<12}  {r['task'][:60]}")
+        print(f"{r['thread_id']:<14}  {r['status']:<17}  {r['worker']:<12}  {r['task'][:60]}")
     return EXIT_DONE
 
 

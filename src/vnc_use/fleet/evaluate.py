@@ -46,6 +46,9 @@ class FleetRunner:
     def stop(self) -> None:
         """Legs already queued run on; a rerun of ``eval`` collects them."""
 
+    def run(self, task: Task, desktop: EvalDesktop, thread_id: str, say: Any) -> Any:
+        raise NotImplementedError("a fleet's tasks run on its workers (run_eval_leg)")
+
 
 def _eval_id(out: Path) -> str:
     path = out / "fleet.json"

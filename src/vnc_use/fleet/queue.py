@@ -126,11 +126,30 @@ def shutdown() -> None:
     _dbos().DBOS.destroy(workflow_completion_timeout_sec=0)
 
 
+def _require_queues(url: str) -> None:
+    """A database no worker has started on has no queues: say so in one line."""
+    from vnc_use.agent import postgres
+
+    conn = postgres.connect(url, application_name="vnc-use fleet client")
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT to_regclass('dbos.workflow_status') IS NOT NULL AS ready")
+            row = cur.fetchone()
+    finally:
+        conn.close()
+    if not (row and row["ready"]):
+        raise ConfigError(
+            f"no worker has ever started on {postgres.redact(url)}: the fleet has no queues "
+            "yet; start one with 'vnc-use worker' (see docs/fleet.md)"
+        )
+
+
 class Enqueuer:
     """Enqueue legs and wait for their outcome from any machine (a ``DBOSClient``)."""
 
     def __init__(self, url: str) -> None:
         dbos = _dbos()
+        _require_queues(url)
         self._client = dbos.DBOSClient(
             system_database_url=_sqlalchemy_url(url), application_name=APP_NAME
         )
