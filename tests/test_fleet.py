@@ -253,28 +253,29 @@ def test_eval_fleet_runs_the_builtin_suite_over_two_workers_one_killed(
                 argv,
                 env=env,
                 stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
+                stdout=logs[name],
+                stderr=subprocess.STDOUT,
             )
         )
-    deadline = time.monotonic() + 120
-    while not all("labels" in (tmp_path / f"{n}.log").read_text() for n in logs):
-        assert time.monotonic() < deadline, [(tmp_path / f"{n}.log").read_text() for n in logs]
-        time.sleep(0.2)
     out = tmp_path / "eval-out"
     env = {k: v for k, v in os.environ.items() if k != "GOOGLE_API_KEY"}
     argv = [*CLI, "eval", "--suite", "builtin", "--fleet", pg.url, "--label", "eval"]
     argv += ["--out", str(out), "--quiet"]
-    submitter = subprocess.Popen(
-        argv,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    submitter: subprocess.Popen[str] | None = None
     db = FleetDb(pg.url)
     try:
+        deadline = time.monotonic() + 120
+        while not all("labels" in (tmp_path / f"{n}.log").read_text() for n in logs):
+            assert time.monotonic() < deadline, [(tmp_path / f"{n}.log").read_text() for n in logs]
+            time.sleep(0.2)
+        submitter = subprocess.Popen(
+            argv,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         deadline = time.monotonic() + 600
         while True:  # B is killed once it finished two tasks (and is in its next ones)
             legs = {w["worker_id"]: w["legs_done"] for w in db.workers()}
@@ -299,7 +300,7 @@ def test_eval_fleet_runs_the_builtin_suite_over_two_workers_one_killed(
         assert not gemini.violations
     finally:
         db.close()
-        if submitter.poll() is None:
+        if submitter is not None and submitter.poll() is None:
             submitter.kill()
             submitter.wait(10)
         for proc in workers:
@@ -311,7 +312,7 @@ def test_eval_fleet_runs_the_builtin_suite_over_two_workers_one_killed(
                     proc.kill()
                     proc.wait(10)
         # the killed worker's local desktops outlived it: stop them
-        for folder in (runs / ".fleet-desktops" / "EB").glob("desktop-*"):
+        for folder in (runs / ".fleet-desktops").glob("*/desktop-*"):
             LocalDesktop(folder).down()
 
 

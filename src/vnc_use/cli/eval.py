@@ -286,7 +286,9 @@ def command(args: argparse.Namespace) -> int:
     from vnc_use.evaluation.suite import Evaluation
 
     if args.fleet:  # each task a leg on the fleet's queue
-        return fleet_commands.eval_command(args)
+        return fleet_commands.eval_command(
+            args, _task_file(args), _agent_options(args), _print_summary
+        )
     tasks = _task_file(args)
     out = Path(args.out)
     try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -235,9 +236,14 @@ def status_command(args: argparse.Namespace) -> int:
     return EXIT_DONE
 
 
-def eval_command(args: argparse.Namespace) -> int:
-    """``vnc-use eval TASKS --fleet URL``: every task run a leg on the fleet's queue."""
-    from vnc_use.cli import eval as eval_door
+def eval_command(
+    args: argparse.Namespace,
+    tasks: Any,
+    options: dict[str, Any],
+    print_summary: Callable[[dict[str, Any], Path], None],
+) -> int:
+    """``vnc-use eval TASKS --fleet URL``: every task run a leg on the fleet's queue
+    (``tasks``, the agent's ``options`` and how to print the summary come from ``eval``)."""
     from vnc_use.evaluation.suite import Evaluation
     from vnc_use.fleet.evaluate import FleetRunner, run_fleet_eval
     from vnc_use.fleet.queue import queue_name
@@ -251,13 +257,11 @@ def eval_command(args: argparse.Namespace) -> int:
     url = fleet_url(args.fleet)
     label = args.label or DEFAULT_LABEL
     queue_name(label)
-    tasks = eval_door._task_file(args)
     out = Path(args.out)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"cannot create --out {out} ({exc.strerror}); choose another") from None
-    options = eval_door._agent_options(args)
     evaluation = Evaluation(tasks, out, [], FleetRunner(url, options), repeat=args.repeat)
     leg = {
         "options": options,
@@ -272,5 +276,5 @@ def eval_command(args: argparse.Namespace) -> int:
             print(f"{result.id} #{result.repeat}: {result.outcome}", flush=True)
 
     summary = run_fleet_eval(evaluation, url, label, leg, show)
-    eval_door._print_summary(summary, out)
+    print_summary(summary, out)
     return EXIT_DONE if summary["complete"] else EXIT_ERROR

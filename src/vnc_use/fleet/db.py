@@ -171,6 +171,15 @@ class FleetDb:
                 found.append(str(row["worker_id"]))
         return found
 
+    def recently_stopped(self, me: str, within: float = 60.0) -> list[str]:
+        """Workers that stopped in the last ``within`` seconds: a leg DBOS had just handed
+        one as it stopped is still theirs, for the others to recover."""
+        return [
+            str(row["worker_id"])
+            for row in self.workers()
+            if row["worker_id"] != me and row["state"] == "stopped" and row["age"] < within
+        ]
+
     def declare_dead(self, worker_id: str) -> bool:
         """Mark a worker dead; True for the one caller that did (it recovers the legs)."""
         row = self._one(

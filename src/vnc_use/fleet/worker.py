@@ -62,6 +62,7 @@ class Worker:
         self.draining = threading.Event()
         self.stopped = threading.Event()
         self._agents: dict[str, Stoppable] = {}
+        self._legs = 0  # legs in this process now (DBOS workflows started, not returned)
         self._lock = threading.Lock()
 
     # -- life --------------------------------------------------------------------------------
@@ -83,8 +84,8 @@ class Worker:
         with self.db.setup_lock():  # one worker at a time: LangGraph's migrations race
             _set_up_storage(o.database, o.runs_dir)
         self.db.register_worker(o.worker_id, o.labels, self.pool.snapshot(), socket.gethostname())
-        self.enqueuer = queue.Enqueuer(o.database)
         queue.launch_worker(o.database, o.worker_id, o.labels, len(self.pool.desks), self.leg)
+        self.enqueuer = queue.Enqueuer(o.database)  # after DBOS created its tables
         for target in (self._heartbeats, self._watch):
             threading.Thread(target=target, daemon=True, name=target.__name__).start()
         desks = ", ".join(self.pool.snapshot()) or "none"
@@ -95,7 +96,7 @@ class Worker:
         self.draining.wait()
         while True:
             with self._lock:
-                if not self._agents:
+                if not self._legs:
                     break
             self.stopped.wait(0.2)
         self.stop("stopped")
@@ -117,18 +118,21 @@ class Worker:
             agent.request_stop()
 
     def stop(self, state: str) -> None:
-        try:
-            queue.shutdown()
-        except Exception as exc:  # DBOS never launched (a start that failed)
-            log.debug("DBOS shutdown: %s", exc)
-        finally:
-            if self.db is not None:
-                self.db.set_worker_state(self.options.worker_id, state)
-                self.db.close()  # frees the liveness lock
-            if self.enqueuer is not None:
-                self.enqueuer.destroy()
-            self.pool.close()
-            self.stopped.set()
+        """Stop DBOS, say so in the database, give the desktops back (each step even when an
+        earlier one failed: the database may be gone)."""
+        steps = [queue.shutdown]
+        if self.db is not None:
+            db = self.db
+            steps += [lambda: db.set_worker_state(self.options.worker_id, state), db.close]
+        if self.enqueuer is not None:
+            steps.append(self.enqueuer.destroy)
+        steps.append(self.pool.close)
+        for step in steps:
+            try:
+                step()
+            except Exception as exc:  # e.g. DBOS never launched, the database is away
+                log.warning("stopping: %s", exc)
+        self.stopped.set()
 
     # -- heartbeats and the watch over other workers -----------------------------------------
     def _heartbeats(self) -> None:
@@ -159,11 +163,25 @@ class Worker:
                 count = queue.recover(worker_id)
                 self.say(f"worker {worker_id} is dead: {count} of its legs back on the queues")
                 done.append(worker_id)
+        for worker_id in self.db.recently_stopped(self.options.worker_id):
+            queue.recover(worker_id)  # mostly none: a leg taken as it stopped
         return done
 
     # -- legs ----------------------------------------------------------------------------
     def leg(self, payload: dict[str, Any]) -> dict[str, Any]:
         """The DBOS workflow: one leg (see :mod:`vnc_use.fleet.leg`)."""
+        with self._lock:
+            self._legs += 1
+        try:
+            outcome = self._one_leg(payload)
+        finally:
+            with self._lock:
+                self._legs -= 1
+        if self.db is not None and not outcome.get("handed_back"):
+            self.db.count_leg(self.options.worker_id)
+        return outcome
+
+    def _one_leg(self, payload: dict[str, Any]) -> dict[str, Any]:
         if payload.get("kind") == "eval":
             return self._eval_leg(payload)
         if self.draining.is_set():
@@ -199,7 +217,6 @@ class Worker:
             if desk is not None:
                 self.pool.give_back(desk)
         db.finish_leg(tid, result["status"], result, report_of(self.options.runs_dir, tid))
-        db.count_leg(self.options.worker_id)
         if result["status"] == RunStatus.INTERRUPTED.value and self.draining.is_set():
             return self._hand_back(payload, "resume")
         return {"worker": self.options.worker_id, **result}
