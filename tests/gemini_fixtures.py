@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from vnc_use.agent import history
+from vnc_use.providers import history
 from vnc_use.providers.base import Proposal
 from vnc_use.providers.gemini.planner import GeminiComputerUse
 from vnc_use.testing.gemini_standin import (

@@ -17,9 +17,9 @@ from typing import Any
 from google.genai import types
 
 from vnc_use import VncUseAgent
-from vnc_use.agent.journal import call_key
-from vnc_use.agent.storage import open_storage
 from vnc_use.providers.gemini.planner import CustomFunction, GeminiComputerUse
+from vnc_use.store.journal import call_key
+from vnc_use.store.storage import open_storage
 from vnc_use.testing import FakeDesktop
 from vnc_use.testing.gemini_standin import FunctionCallSpec, GeminiStandIn, Reply
 
@@ -35,7 +35,7 @@ from pathlib import Path
 from google.genai import types
 
 from vnc_use import VncUseAgent
-from vnc_use.agent import journal
+from vnc_use.store import journal
 from vnc_use.providers.gemini.planner import CustomFunction, GeminiComputerUse
 from vnc_use.testing import FakeDesktop
 

@@ -31,7 +31,7 @@ from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult, ElicitResult, ImageContent, TextContent
 from PIL import Image
 
-from vnc_use.agent.storage import open_storage
+from vnc_use.store.storage import open_storage
 from vnc_use.testing.desktop import TestDesktop
 from vnc_use.testing.gemini_standin import (
     FunctionCallSpec,

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from PIL import Image
 
-from vnc_use.agent import history
 from vnc_use.errors import ApiError, ConfigError, PlannerError
+from vnc_use.providers import history
 from vnc_use.providers.base import CallResult, Proposal
 from vnc_use.providers.openai_compat import OpenAICompatPlanner
 from vnc_use.testing.openai_standin import OpenAIStandIn, Reply, ToolCall

@@ -17,14 +17,14 @@ from langgraph.graph import END
 from langgraph.runtime import Runtime
 
 from vnc_use.actions import GEMINI_35_DESKTOP_TABLE, ActionError, ValidatedAction
-from vnc_use.agent import history
 from vnc_use.agent.context import AgentContext, AgentSettings
 from vnc_use.agent.graph import route_next
-from vnc_use.agent.journal import Journal, SqliteJournalStore
 from vnc_use.agent.nodes import propose
 from vnc_use.agent.state import CUAState
+from vnc_use.providers import history
 from vnc_use.providers.base import HistoryRecord, LoadPng, Planner, Proposal, ProposedCall
 from vnc_use.record.folder import RunFolder
+from vnc_use.store.journal import Journal, SqliteJournalStore
 from vnc_use.testing import FakeDesktop
 
 

@@ -25,10 +25,10 @@ from typing import Any
 import pytest
 
 from vnc_use import VncUseAgent
-from vnc_use.agent import postgres
-from vnc_use.agent.journal import Outcome, import_jsonl
-from vnc_use.agent.lease import LeaseBusy
-from vnc_use.agent.storage import PostgresStorage, open_storage, storage_for_checkpointer
+from vnc_use.store import postgres
+from vnc_use.store.journal import Outcome, import_jsonl
+from vnc_use.store.lease import LeaseBusy
+from vnc_use.store.storage import PostgresStorage, open_storage, storage_for_checkpointer
 from vnc_use.testing.gemini_standin import FunctionCallSpec, GeminiStandIn, Reply
 from vnc_use.testing.postgres import PostgresServer
 

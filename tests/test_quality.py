@@ -104,7 +104,7 @@ def test_only_the_anthropic_planner_imports_anthropic() -> None:
 def test_the_graph_does_not_load_the_model_sdk() -> None:
     code = (
         "import sys\n"
-        "import vnc_use.agent.graph, vnc_use.agent.history, vnc_use.providers.base\n"
+        "import vnc_use.agent.graph, vnc_use.providers.history, vnc_use.providers.base\n"
         "print(sorted(m for m in sys.modules if m == 'google' or m.startswith('google.')))\n"
     )
     proc = subprocess.run(
@@ -124,4 +124,4 @@ def test_only_the_postgres_module_imports_psycopg() -> None:
             for m in _imported_modules(p)
         )
     )
-    assert users == ["src/vnc_use/agent/postgres.py"]
+    assert users == ["src/vnc_use/store/postgres.py"]

@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 
 from vnc_use import VncUseAgent
-from vnc_use.agent.storage import open_storage
 from vnc_use.cli import main
 from vnc_use.providers.gemini.planner import GeminiComputerUse
+from vnc_use.store.storage import open_storage
 from vnc_use.testing.desktop import TestDesktop
 from vnc_use.testing.gemini_standin import FunctionCallSpec, GeminiStandIn, Reply
 

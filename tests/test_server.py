@@ -23,8 +23,8 @@ import pytest
 from langgraph_sdk import get_sync_client
 
 from vnc_use.agent.approval import APPROVE, DENY, parse_decision
-from vnc_use.agent.storage import open_storage
 from vnc_use.evaluation.tasks import load_tasks, suite_path
+from vnc_use.store.storage import open_storage
 from vnc_use.testing.gemini_standin import (
     FunctionCallSpec,
     GeminiStandIn,

@@ -37,18 +37,18 @@ from langgraph.types import StateSnapshot
 from vnc_use import config as env
 from vnc_use.agent.context import AgentContext
 from vnc_use.agent.graph import build_graph
-from vnc_use.agent.lease import Lease
 from vnc_use.agent.outcome import record_outcome, run_outcome
 from vnc_use.agent.rdp_leg import connect_leg
 from vnc_use.agent.spec import SPEC_NAMESPACE, RunSpec
 from vnc_use.agent.state import CUAState, RunResult
-from vnc_use.agent.storage import Storage, open_storage
 from vnc_use.agent.stream import to_custom_stream
 from vnc_use.desktops.base import Desktop
 from vnc_use.desktops.service import Service
 from vnc_use.errors import ConfigError, ServedRunError, VncUseError
 from vnc_use.record.folder import RunFolder
 from vnc_use.record.report import ReportOnRunEnd
+from vnc_use.store.lease import Lease
+from vnc_use.store.storage import Storage, open_storage
 
 if TYPE_CHECKING:  # the server resolves the annotation with its own ServerRuntime
     from langgraph_sdk.runtime import ServerRuntime

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from vnc_use import config
-from vnc_use.agent.lease import DEFAULT_LEASE_TIMEOUT
 from vnc_use.cli import desktop as desktop_commands
 from vnc_use.cli import progress
 from vnc_use.cli import rdp as rdp_commands
@@ -23,6 +22,7 @@ from vnc_use.cli.common import EXIT_CODES, EXIT_ERROR, add_runs_dir
 from vnc_use.desktops.region import ScreenRegion
 from vnc_use.errors import ConfigError
 from vnc_use.replay.compare import DEFAULT_TOLERANCE
+from vnc_use.store.lease import DEFAULT_LEASE_TIMEOUT
 
 if TYPE_CHECKING:  # langgraph is imported when a run starts, not before (an RDP bridge
     # reports an unreachable server within --connect-timeout of the command starting)

@@ -25,13 +25,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vnc_use import config
-from vnc_use.agent.journal import Journal
-from vnc_use.agent.storage import Storage, open_storage
 from vnc_use.desktops.base import CaptureRule, Desktop
 from vnc_use.errors import VncError
 from vnc_use.record.folder import RunFolder
 from vnc_use.record.report import ReportOnRunEnd
 from vnc_use.status import RunStatus
+from vnc_use.store.journal import Journal
+from vnc_use.store.storage import Storage, open_storage
 
 if TYPE_CHECKING:
     from vnc_use.desktops.keyboard import KeyboardLimits

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from vnc_use.actions import ActionError, ValidatedAction
-from vnc_use.agent import history as records
 from vnc_use.errors import ConfigError
+from vnc_use.providers import history as records
 from vnc_use.providers.base import HistoryRecord, LoadPng, Planner, Proposal, ProposedCall
 from vnc_use.replay.compare import DEFAULT_TOLERANCE, Mask, difference, parse_tolerance
 from vnc_use.replay.recording import RecordedStep, Recording, load_recording, validate_action

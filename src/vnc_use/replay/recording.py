@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from vnc_use.actions import TABLES, ActionError, ValidatedAction
-from vnc_use.agent.journal import Journal, import_jsonl
 from vnc_use.errors import ConfigError
 from vnc_use.record.runs import read_events
+from vnc_use.store.journal import Journal, import_jsonl
 
 __all__ = ["RecordedStep", "Recording", "load_recording", "validate_action"]
 
@@ -108,7 +108,7 @@ def _done_steps(path: Path, journal: Journal | None) -> set[int]:
     storage = None
     if journal is None:
         from vnc_use import config
-        from vnc_use.agent.storage import open_storage
+        from vnc_use.store.storage import open_storage
 
         storage = open_storage(config.database_url(), path.parent)
         journal = storage.journal(path.name)

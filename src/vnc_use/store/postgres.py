@@ -16,8 +16,8 @@ import threading
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
-from vnc_use.agent.journal import JOURNAL_TABLE
 from vnc_use.errors import ConfigError, StorageError
+from vnc_use.store.journal import JOURNAL_TABLE
 
 if TYPE_CHECKING:
     import psycopg

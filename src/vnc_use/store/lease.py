@@ -6,7 +6,7 @@ then. A second run on a leased desktop waits up to ``timeout`` seconds (``--leas
 default 60) and then fails with :class:`LeaseBusy`, whose one-line message names the run
 (thread id) that holds it.
 
-Where the lease lives follows where the checkpoints live (:mod:`vnc_use.agent.storage`), so the
+Where the lease lives follows where the checkpoints live (:mod:`vnc_use.store.storage`), so the
 runs that share a checkpoint store exclude each other:
 
 - PostgreSQL: a session-level advisory lock (``pg_try_advisory_lock``) on a connection of its
@@ -197,24 +197,24 @@ class PostgresLease(Lease):
 
     def _connection(self) -> Any:
         if self._conn is None:
-            from vnc_use.agent import postgres
+            from vnc_use.store import postgres
 
             self._conn = postgres.connect(self.conninfo, application_name=self.holder[:63])
         return self._conn
 
     def _try(self) -> bool:
-        from vnc_use.agent import postgres
+        from vnc_use.store import postgres
 
         return postgres.try_advisory_lock(self._connection(), self.number)
 
     def _holder(self) -> str | None:
-        from vnc_use.agent import postgres
+        from vnc_use.store import postgres
 
         return postgres.advisory_holder(self._connection(), self.number)
 
     def _release(self) -> None:
         if self._conn is not None and not self._conn.closed:
-            from vnc_use.agent import postgres
+            from vnc_use.store import postgres
 
             postgres.release_advisory_lock(self._conn, self.number)
 

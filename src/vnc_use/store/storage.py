@@ -35,9 +35,9 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from vnc_use.agent.journal import Journal, JournalStore, SqliteJournalStore
-from vnc_use.agent.lease import FileLease, Lease, PostgresLease
 from vnc_use.errors import ConfigError, StorageError
+from vnc_use.store.journal import Journal, JournalStore, SqliteJournalStore
+from vnc_use.store.lease import FileLease, Lease, PostgresLease
 
 __all__ = [
     "CHECKPOINT_DB",
@@ -153,7 +153,7 @@ class PostgresStorage(Storage):
     """A PostgreSQL database: ``PostgresSaver``, the journal table, advisory-lock leases."""
 
     def __init__(self, conninfo: str, saver: BaseCheckpointSaver[Any] | None = None) -> None:
-        from vnc_use.agent import postgres
+        from vnc_use.store import postgres
 
         super().__init__()
         self.conninfo = conninfo
@@ -163,14 +163,14 @@ class PostgresStorage(Storage):
         self._saver = saver
 
     def _open_saver(self) -> BaseCheckpointSaver[Any]:
-        from vnc_use.agent import postgres
+        from vnc_use.store import postgres
 
         conn, saver = postgres.open_saver(self.conninfo)
         self._closers.append(conn)
         return saver
 
     def _open_journal_store(self) -> JournalStore:
-        from vnc_use.agent import postgres
+        from vnc_use.store import postgres
 
         return postgres.PostgresJournalStore(self.conninfo)
 
@@ -184,7 +184,7 @@ def open_storage(location: str | os.PathLike[str] | None, runs_dir: str | Path) 
     if location is None or str(location).strip() == "":
         return SqliteStorage(Path(runs_dir) / CHECKPOINT_DB)
     text = os.fspath(location)
-    from vnc_use.agent.postgres import is_postgres_url
+    from vnc_use.store.postgres import is_postgres_url
 
     if is_postgres_url(text):
         return PostgresStorage(text.strip())
@@ -200,7 +200,7 @@ def storage_for_checkpointer(saver: BaseCheckpointSaver[Any], runs_dir: str | Pa
     """Storage around a checkpointer someone else opened: a ``PostgresSaver`` keeps the journal
     and leases in its database, a ``SqliteSaver`` in its file, anything else (e.g. in memory)
     in ``<runs_dir>/vnc-use.sqlite``."""
-    from vnc_use.agent.postgres import conninfo_of
+    from vnc_use.store.postgres import conninfo_of
 
     conninfo = conninfo_of(saver)
     if conninfo is not None:

@@ -11,7 +11,7 @@ server received it. When ``act`` starts for a call, the journal tells it what ha
 - ``dispatched`` without ``done``: it may or may not have happened. It is never silently
   re-executed: a person decides (``hitl_mode``), or the model is told the outcome is unknown.
 
-The journal lives in the same database as the checkpoints (:mod:`vnc_use.agent.storage`): a
+The journal lives in the same database as the checkpoints (:mod:`vnc_use.store.storage`): a
 table ``vnc_use_journal`` of ``(thread_id, key, record)`` rows, one JSON object per record, in
 the SQLite file of the runs folder or in PostgreSQL. So a run resumed on another machine, against
 the same database, knows which actions were performed. Every append is committed (and, in
