@@ -105,7 +105,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from vnc_use.testing.openai_checks import Problem, decode_data_url, image_parts, request_problems
+from vnc_use.testing.openai_checks import (
+    Problem,
+    Violation,
+    _violation_listeners,
+    add_violation_listener,
+    decode_data_url,
+    image_parts,
+    remove_violation_listener,
+    request_problems,
+)
 from vnc_use.testing.scripted import ScriptedServer
 
 __all__ = [
@@ -325,29 +334,6 @@ ScriptFn = Callable[[Any, int], ScriptItem]
 
 
 # ----------------------------------------------------------------------------- records
-
-
-@dataclass(frozen=True)
-class Violation:
-    """A broken rule in one request (the request got an error answer)."""
-
-    request_index: int
-    rule: str
-    message: str
-    status: int = 400
-
-
-_violation_listeners: list[Callable[[Violation], None]] = []
-
-
-def add_violation_listener(listener: Callable[[Violation], None]) -> None:
-    """Call ``listener`` with every violation any OpenAI stand-in of this process records."""
-    _violation_listeners.append(listener)
-
-
-def remove_violation_listener(listener: Callable[[Violation], None]) -> None:
-    """Stop calling ``listener`` (see :func:`add_violation_listener`)."""
-    _violation_listeners.remove(listener)
 
 
 @dataclass
