@@ -20,8 +20,13 @@ from vnc_use.errors import ConfigError
 from vnc_use.providers.gemini.planner import GeminiComputerUse
 from vnc_use.providers.openai_compat import OpenAICompatPlanner
 from vnc_use.providers.openai_compat.resize import UI_TARS, smart_resize
-from vnc_use.providers.registry import planner_from_settings
-from vnc_use.replay import ReplayPlanner, difference, load_recording, parse_tolerance
+from vnc_use.replay import (
+    ReplayPlanner,
+    difference,
+    load_recording,
+    parse_tolerance,
+    planner_from_run,
+)
 from vnc_use.replay.compare import DEFAULT_TOLERANCE, Mask
 from vnc_use.testing import FakeDesktop
 from vnc_use.testing.gemini_standin import (
@@ -114,7 +119,7 @@ def test_from_step_and_resume_rebuild_from_run_json(recorded: Path) -> None:
     assert [e["kind"] for e in desk.events] == ["click", "type_text"]
     saved = json.loads((recorded / "late" / "run.json").read_text())
     assert saved["replay"]["from_step"] == 2 and saved["replay"]["tolerance"] == "off"
-    planner = planner_from_settings(saved)  # what 'vnc-use resume late' builds
+    planner = planner_from_run(saved)  # what 'vnc-use resume late' builds
     assert isinstance(planner, ReplayPlanner) and planner.start == 1
     with (
         VncUseAgent(desktop=desk, runs_dir=recorded) as agent,

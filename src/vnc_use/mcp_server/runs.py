@@ -115,10 +115,10 @@ def run_agent(
         if thread_id is None or decision not in ("approve", "deny", "status"):
             raise ConfigError("give a task, or a thread_id to approve or deny")
         saved = _saved(session.runs_dir, thread_id)
-        from vnc_use.providers.registry import planner_from_settings
+        from vnc_use.replay.planner import planner_from_run
 
         kwargs = {k: saved[k] for k in _KEPT if k in saved}
-        with _agent(session, on_step, planner=planner_from_settings(saved), **kwargs) as agent:
+        with _agent(session, on_step, planner=planner_from_run(saved), **kwargs) as agent:
             answers = {"approve": agent.approve, "deny": agent.deny, "status": agent.result}
             result = answers[decision](thread_id)
             return result
