@@ -44,6 +44,22 @@ class Targets:
             raise ValueError("this action has no end point on the screen")
         return self.end
 
+    def points(self) -> dict[str, int]:
+        """The point and the end as ``x``, ``y``, ``destination_x``, ``destination_y``."""
+        out: dict[str, int] = {}
+        if self.point is not None:
+            out["x"], out["y"] = self.point
+        if self.end is not None:
+            out["destination_x"], out["destination_y"] = self.end
+        return out
+
+    def as_dict(self) -> dict[str, int]:
+        """:meth:`points` and the scroll distance as ``magnitude`` (what an action reports)."""
+        out = self.points()
+        if self.distance is not None:
+            out["magnitude"] = self.distance
+        return out
+
 
 DEFAULT_SEARCH_URL = "https://www.google.com"
 

@@ -71,22 +71,6 @@ def denorm_magnitude(direction: Direction, magnitude: int, width: int, height: i
         return denorm_x(magnitude, width)
     raise ValueError(f"unknown scroll direction {direction!r}")
 
-    def points(self) -> dict[str, int]:
-        """The point and the end as ``x``, ``y``, ``destination_x``, ``destination_y``."""
-        out: dict[str, int] = {}
-        if self.point is not None:
-            out["x"], out["y"] = self.point
-        if self.end is not None:
-            out["destination_x"], out["destination_y"] = self.end
-        return out
-
-    def as_dict(self) -> dict[str, int]:
-        """:meth:`points` and the scroll distance as ``magnitude`` (what an action reports)."""
-        out = self.points()
-        if self.distance is not None:
-            out["magnitude"] = self.distance
-        return out
-
 
 def _grid_value(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and 0 <= value <= GRID_SIZE - 1
