@@ -19,8 +19,9 @@ import pytest
 from google.genai import types
 from PIL import Image
 
-from vnc_use.agent import approval, history
+from vnc_use.agent import approval
 from vnc_use.errors import ApiError, ConfigError, PlannerError
+from vnc_use.providers import history
 from vnc_use.providers.base import CallResult, Proposal
 from vnc_use.providers.gemini import request
 from vnc_use.providers.gemini.planner import (
