@@ -32,7 +32,7 @@ def test_static_checks(argv: list[str]) -> None:
 def test_vnc_libraries_are_imported_in_one_package_only(package: str) -> None:
     """Only the VNC desktop (the package desktops/vnc/) talks to vncdotool and Twisted; the
     graph, the executor and every other desktop stay free of them (see
-    tests/test_fake_desktop.py for the runtime check)."""
+    tests/testing/test_fake_desktop.py for the runtime check)."""
     users = [
         p.relative_to(ROOT).as_posix()
         for p in (ROOT / "src").rglob("*.py")

@@ -44,7 +44,7 @@ from cli_tools import CLI, run_cli
 from desktop_fixtures import Probe
 from gemini_fixtures import DUMMY_API_KEY
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def readme_mcp_section() -> str:
@@ -522,7 +522,7 @@ def test_the_readme_commands_and_host_snippet(probe: Probe, tmp_path: Path) -> N
 
 def test_only_the_mcp_server_module_imports_the_sdk() -> None:
     """The SDK boundary: ``mcp`` is imported by vnc_use.mcp_server.server alone."""
-    root = Path(__file__).resolve().parents[1] / "src"
+    root = Path(__file__).resolve().parents[2] / "src"
     users = []
     for path in root.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text("utf-8"))):

@@ -363,7 +363,7 @@ def test_kill_9_mid_run_then_resume_performs_nothing_twice(probe: Probe, tmp_pat
 def test_the_readme_command_runs_against_the_stand_in(probe: Probe, tmp_path: Path) -> None:
     """The `vnc-use run --provider openai` line of README's OpenAI subsection, pointed at the
     stand-in with OPENAI_BASE_URL (as the README says), runs to `done`."""
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     section = readme.split("### OpenAI\n", 1)[1].split("\n## ", 1)[0]
     (line,) = [
         line

@@ -41,7 +41,7 @@ from gemini_fixtures import DUMMY_API_KEY
 pytestmark = pytest.mark.desktop
 
 GRAPH = "vnc_use"
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 _TASK = re.compile(r"click grid (\d+),(\d+)( slowly)?( confirm)?( hold)?")
 _ORACLE = oracle(load_tasks(suite_path("builtin")).tasks)
 #: The VNC password of the desktops ``eval --server`` starts (the server has it as

@@ -25,12 +25,12 @@ from PIL import Image
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect as ws_connect
 
-from test_localdesktop import VNC_USE, listening_addresses, vnc_use
 from vnc_use.desktops.liveview import LiveView
 from vnc_use.desktops.local import DESKTOP_COLOR, TERMINAL_COLOR, LocalDesktop
 from vnc_use.testing.desktop import TestDesktop
 
 from chromium import Browser
+from cli_tools import VNC_USE, listening_addresses, vnc_use
 
 pytestmark = pytest.mark.desktop
 

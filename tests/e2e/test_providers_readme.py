@@ -24,7 +24,7 @@ from desktop_fixtures import Probe
 
 pytestmark = pytest.mark.desktop
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 QWEN_FINISH = (
     '<tool_call>\n{"name": "computer_use", "arguments": {"action": "terminate", '
     '"status": "success"}}\n</tool_call>'

@@ -11,7 +11,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import stat
 import subprocess
 import sys
@@ -36,41 +35,9 @@ from vnc_use.errors import VncAuthError
 from vnc_use.testing.gemini_standin import FunctionCallSpec, GeminiStandIn, Reply
 from vnc_use.testing.probe import ProbeLog
 
+from cli_tools import listening_addresses, vnc_use
+
 pytestmark = pytest.mark.desktop
-
-VNC_USE = str(Path(sys.executable).parent / "vnc-use")
-
-
-def vnc_use(
-    *args: str, env: dict[str, str] | None = None, timeout: float = 90
-) -> subprocess.CompletedProcess[str]:
-    """Run the installed `vnc-use` command, as a person would."""
-    return subprocess.run(
-        [VNC_USE, *args],
-        env={**os.environ, **(env or {})},
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-    )
-
-
-def listening_addresses(port: int) -> list[str]:
-    """Local addresses of the TCP sockets listening on ``port`` (from /proc/net/tcp{,6})."""
-    found = []
-    for table, width in (("/proc/net/tcp", 8), ("/proc/net/tcp6", 32)):
-        for line in Path(table).read_text().splitlines()[1:]:
-            fields = line.split()
-            address, _, hex_port = fields[1].partition(":")
-            if fields[3] != "0A" or int(hex_port, 16) != port:  # 0A: LISTEN
-                continue
-            raw = bytes.fromhex(address)
-            if width == 8:
-                found.append(socket.inet_ntop(socket.AF_INET, raw[::-1]))
-            else:  # four little-endian 32-bit words
-                words = b"".join(raw[i : i + 4][::-1] for i in range(0, 16, 4))
-                found.append(socket.inet_ntop(socket.AF_INET6, words))
-    return found
 
 
 def leftovers(state_json: dict[str, object]) -> list[int]:

@@ -991,7 +991,7 @@ def test_a_refusal_fails_a_test_not_marked_for_it(pytester: pytest.Pytester) -> 
         "def pytest_configure(config):\n"
         "    config.addinivalue_line('markers', 'standin_refusals: on purpose')\n"
     )
-    pytester.syspathinsert(str(Path(__file__).parent))
+    pytester.syspathinsert(str(Path(__file__).resolve().parents[1] / "helpers"))
     pytester.makepyfile(
         """
         import json, urllib.request, urllib.error

@@ -330,7 +330,7 @@ def test_a_timeout_and_a_server_that_is_not_running() -> None:
 def test_only_one_module_imports_openai() -> None:
     """The SDK stays in providers/openai_sdk.py, shared by both OpenAI providers (and the test
     kit)."""
-    src = Path(__file__).resolve().parents[1] / "src" / "vnc_use"
+    src = Path(__file__).resolve().parents[2] / "src" / "vnc_use"
     importers = []
     for path in sorted(src.rglob("*.py")):
         tree = ast.parse(path.read_text("utf-8"))

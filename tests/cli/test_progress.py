@@ -24,7 +24,7 @@ from vnc_use.testing.gemini_standin import FunctionCallSpec, GeminiStandIn, Repl
 from desktop_fixtures import Probe
 
 CLI = [sys.executable, "-m", "vnc_use.cli"]
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 STEP = re.compile(
     r"^step (\d+): (\w+)\((.*)\)( -> px \(\d+, \d+\)( to \(\d+, \d+\))?)?"

@@ -251,7 +251,7 @@ def test_a_changed_desktop_stops_the_replay_before_step_2(
         assert "status: diverged" in out.out and "before original step" in out.out
 
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def readme_replay_lines(probe: Probe) -> list[list[str]]:

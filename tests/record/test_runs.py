@@ -34,7 +34,7 @@ from desktop_fixtures import Probe
 from gemini_fixtures import DUMMY_API_KEY, FAST_RETRY
 
 CLI = [sys.executable, "-m", "vnc_use.cli"]
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 # thread id -> (status, steps), in the order the runs were started
 EXPECTED = {
@@ -192,7 +192,7 @@ def test_history_never_reads_the_checkpoint_database(history: Path, tmp_path: Pa
 @pytest.mark.desktop
 def test_readme_history_commands(history: Path, tmp_path: Path) -> None:
     """Every ``vnc-use runs|show|report`` line of the README runs, as written, on real runs
-    (those with ``--server`` run against a server in ``tests/test_server.py``)."""
+    (those with ``--server`` run against a server in ``tests/agent/test_server.py``)."""
     shutil.copytree(history, tmp_path / "runs")
     commands = [
         line.split("#")[0].strip()

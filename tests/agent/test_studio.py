@@ -3,10 +3,10 @@
 ``langgraph dev`` loads each ``graphs`` entry of ``langgraph.json`` (``module:name``, a graph
 factory) by importing the module; this test does the same and asks the factory for the graph
 as the server does for schemas and Studio (no run: nothing is opened). The Mermaid drawing of
-the compiled graph is pinned in ``tests/graph.mermaid`` (and shown in the README): a change of
+the compiled graph is pinned in ``tests/agent/graph.mermaid`` (and shown in the README): a change of
 nodes or edges must be a deliberate change of the snapshot. Regenerate it with::
 
-    VNC_USE_UPDATE_SNAPSHOTS=1 python -m pytest tests/test_studio.py
+    VNC_USE_UPDATE_SNAPSHOTS=1 python -m pytest tests/agent/test_studio.py
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from langgraph_sdk.runtime import _ReadRuntime  # what the server passes for sch
 
 from vnc_use.agent.graph import build_graph
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SNAPSHOT = Path(__file__).resolve().parent / "graph.mermaid"
 
 
@@ -55,7 +55,8 @@ def test_topology_snapshot() -> None:
         SNAPSHOT.write_text(drawn, "utf-8")
     assert drawn == SNAPSHOT.read_text("utf-8"), (
         "the graph's topology changed; if that is intended, regenerate the snapshot with "
-        "VNC_USE_UPDATE_SNAPSHOTS=1 python -m pytest tests/test_studio.py, and update the README"
+        "VNC_USE_UPDATE_SNAPSHOTS=1 python -m pytest tests/agent/test_studio.py, and update the "
+        "README"
     )
     for node in ("observe", "propose", "hitl_gate", "act"):
         assert re.search(rf"^\s*{node}\({node}\)$", drawn, re.M), node

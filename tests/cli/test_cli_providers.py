@@ -35,7 +35,7 @@ from cli_tools import run_cli
 from desktop_fixtures import Probe
 
 KEY_MARKER = "sk-marker-never-recorded-7f3a"
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def grid(probe: Probe, point: tuple[int, int]) -> tuple[int, int]:

@@ -371,7 +371,7 @@ def test_tasks_and_suite_files() -> None:
 
 # ------------------------------------------------------------------------------- the README
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 @pytest.mark.desktop

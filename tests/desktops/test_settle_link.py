@@ -9,7 +9,7 @@ handled on its own, as it arrives, which is the harder case for the watcher.
 The property: when the wait ends, the client's copy holds every change the server had made
 before it sent the update that ended the wait (the frame is current as of that answer), for
 any one-way delay, any mix of cursor-sized and real changes and any timing. The real
-counterpart is ``tests/test_slow_link.py`` (a delaying TCP proxy in front of Xvnc).
+counterpart is ``tests/desktops/test_slow_link.py`` (a delaying TCP proxy in front of Xvnc).
 """
 
 from __future__ import annotations
