@@ -5,13 +5,15 @@ clicks at all, or no simple pattern.
 A run is **fine** when the mean error is within the targets' size (the mean of each target's
 half smaller side): the model's clicks land inside what it aims at. Otherwise both a scale
 through the origin (``click = s * target``, fitted per axis by least squares) and an offset
-(``click = target + d``) are fitted; the one with the smaller residual names the error when
+(``click = target + d``, the median shift: clicks a model could not place beyond the screen's
+edge do not pull it) are fitted; the one with the smaller residual names the error when
 that residual is itself within the targets' size.
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -62,8 +64,8 @@ def _scale_fit(pairs: Sequence[tuple[Point, Point]]) -> tuple[tuple[float, float
 
 def _offset_fit(pairs: Sequence[tuple[Point, Point]]) -> tuple[tuple[float, float], float]:
     n = len(pairs)
-    dx = sum(c[0] - t[0] for t, c in pairs) / n
-    dy = sum(c[1] - t[1] for t, c in pairs) / n
+    dx = statistics.median(c[0] - t[0] for t, c in pairs)
+    dy = statistics.median(c[1] - t[1] for t, c in pairs)
     rms = math.sqrt(sum((c[0] - t[0] - dx) ** 2 + (c[1] - t[1] - dy) ** 2 for t, c in pairs) / n)
     return (dx, dy), rms
 

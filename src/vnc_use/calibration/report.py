@@ -60,9 +60,10 @@ def report_lines(
     """The report: per-target errors, mean and worst, the verdict, the dialect that fits."""
     diag = result.diagnosis
     lines = ["target  size     error"]
-    for target, error in zip(targets, diag.errors, strict=True):
-        shown = "no click" if error is None else f"{error:.1f} px"
-        lines.append(f"{target.label:<7} {target.width}x{target.height:<5} {shown}")
+    for target, error, attempt in zip(targets, diag.errors, result.attempts, strict=True):
+        shown = f"{error:.1f} px" if error is not None else f"no click ({attempt.problem})"
+        size = f"{target.width}x{target.height}"
+        lines.append(f"{target.label:<7} {size:<8} {shown[:110]}")
     if diag.mean is not None and diag.worst is not None:
         lines.append(
             f"mean error {diag.mean:.1f} px, worst {diag.worst:.1f} px (targets' half-size "

@@ -43,7 +43,8 @@ _POINTED = ("x", "y")
 def prompt_for(label: str) -> str:
     """The request text for one target: it names exactly this label."""
     return (
-        "This is a calibration screen of labelled boxes. Click the target labelled "
+        "This is a calibration screen: coloured boxes, each with a short name in it. Click "
+        "the target labelled "
         f"'{label}' (the box with the text {label} in it), once, in its middle."
     )
 

@@ -106,7 +106,7 @@ def family_reply(
     return Reply.text(_text(family, x, y, what))
 
 
-_LABEL = re.compile(r"labelled\s+['\"“]?([A-Za-z0-9_-]+)")
+_LABEL = re.compile(r"labelled\s+['\"“]([A-Za-z0-9_-]+)")
 
 
 def _texts(content: Any) -> list[str]:
