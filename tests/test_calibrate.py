@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Any
 import pytest
 
 from vnc_use.calibration.layout import SPOTS
+from vnc_use.providers.openai_compat.dialects import dialect_for_model
 from vnc_use.providers.openai_compat.resize import QWEN25_VL, smart_resize
 from vnc_use.testing.desktop import TestDesktop
 from vnc_use.testing.gemini_standin import FunctionCallSpec, GeminiStandIn
@@ -136,37 +138,78 @@ def test_a_constant_offset(odd_desktop: TestDesktop, tmp_path: Path) -> None:
     assert "off by an offset" in done.stdout
 
 
-def test_a_gemini_setup_is_checked_too(odd_desktop: TestDesktop, tmp_path: Path) -> None:
-    """The default provider (Gemini, through its SDK and stand-in): right clicks on the
-    0-999 grid are fine and exit 0; no dialect re-reading applies."""
-    labels: list[str] = []
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "calibrate.md"
+
+
+def docs_commands() -> list[list[str]]:
+    """Every ``vnc-use calibrate`` command docs/calibrate.md shows (code blocks and inline)."""
+    text = DOCS.read_text("utf-8")
+    found = re.findall(r"^(?:[A-Z]+=\S+ )?vnc-use calibrate[^\n`]*", text, re.M)
+    found += re.findall(r"`(?:[A-Z]+=\S+ )?(vnc-use calibrate[^`]*)`", text)
+    commands = []
+    for line in found:
+        words = shlex.split(line)
+        words = words[words.index("vnc-use") + 1 :]
+        if "--vnc" in words:  # the test gives its own desktop: the same command
+            i = words.index("--vnc")
+            words = words[:i] + words[i + 2 :]
+        if words not in commands:
+            commands.append(words)
+    return commands
+
+
+def _swap(words: list[str], option: str, value: str) -> list[str]:
+    if option in words:
+        i = words.index(option)
+        return [*words[:i], *words[i + 2 :], option, value]
+    return [*words, option, value]
+
+
+def gemini_clicker(runs: Path, labels: list[str]) -> Any:
+    """A Gemini stand-in script clicking, on the 0-999 grid, the target each request names."""
 
     def click(body: Any, index: int) -> GeminiReply:
         newest = json.dumps(body["contents"][-1])
         label = re.search(r"labelled '([A-Za-z0-9]+)'", newest)
         assert label, newest[:300]
         labels.append(label.group(1))
-        layout = json.loads(next(tmp_path.glob("*/calibration.json")).read_text("utf-8"))
+        layout = json.loads(next(runs.glob("*/calibration.json")).read_text("utf-8"))
         target = next(t for t in layout["targets"] if t["label"] == label.group(1))
         x, y = target["center"]
         gx, gy = round(x * 1000 / WIDTH), round(y * 1000 / HEIGHT)
         return GeminiReply.calls(FunctionCallSpec("click_at", x=gx, y=gy))
 
-    with GeminiStandIn(click) as server:
-        done = run_cli(
-            ["calibrate", "--vnc", odd_desktop.server, "--runs-dir", str(tmp_path)],
-            odd_desktop,
-            timeout=120,
-            env={
-                "DISPLAY": odd_desktop.display,
-                "GOOGLE_GEMINI_BASE_URL": server.root_url,
-                "GOOGLE_API_KEY": "dummy-key",
-                "GEMINI_API_KEY": "",
-            },
-        )
+    return click
+
+
+@pytest.mark.parametrize("words", docs_commands(), ids=" ".join)
+def test_every_command_of_the_docs_is_fine_with_a_right_model(
+    words: list[str], odd_desktop: TestDesktop, tmp_path: Path
+) -> None:
+    """docs/calibrate.md's commands, against a stand-in of their provider answering rightly
+    (OpenAI-compatible: in the family's own format; Gemini, the default: on the 0-999 grid):
+    fine, exit 0; the Gemini run re-reads no dialect."""
+    words = _swap(_swap(words, "--vnc", odd_desktop.server), "--runs-dir", str(tmp_path))
+    env = {"DISPLAY": odd_desktop.display}
+    labels: list[str] = []
+    if "openai-compatible" in words:
+        model = words[words.index("--model") + 1]
+        dialect = words[words.index("--dialect") + 1] if "--dialect" in words else None
+        family = dialect or dialect_for_model(model)
+        server: Any = OpenAIStandIn(TargetClicker(family, tmp_path), models=model)
+    else:
+        server = GeminiStandIn(gemini_clicker(tmp_path, labels))
+        env.update(GOOGLE_API_KEY="dummy-key", GEMINI_API_KEY="")
+    with server:
+        if "openai-compatible" in words:
+            words = _swap(words, "--base-url", server.base_url)
+        else:
+            env["GOOGLE_GEMINI_BASE_URL"] = server.root_url
+        done = run_cli(words, odd_desktop, timeout=120, env=env)
     assert done.returncode == 0, (done.stdout, done.stderr)
-    assert labels == LABELS
+    assert "verdict: fine" in done.stdout
     record = json.loads(next(tmp_path.glob("*/calibration.json")).read_text("utf-8"))
-    assert record["provider"] == "gemini" and record["result"]["verdict"] == "fine"
     assert all(t["error_px"] <= 2 for t in record["targets"])
-    assert record["result"]["dialects"] == {}
+    if "openai-compatible" not in words:
+        assert labels == LABELS
+        assert record["provider"] == "gemini" and record["result"]["dialects"] == {}
