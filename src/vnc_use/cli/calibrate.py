@@ -158,6 +158,12 @@ def command(args: argparse.Namespace) -> int:
         controller.disconnect()
     for line in report_lines(result, calibration.targets, settings):
         print(line)
+    width, height = calibration.screen
+    if any(side % 28 == 0 or side % 1000 == 0 for side in (width, height)):
+        print(
+            f"vnc-use: note: this desktop is {width}x{height}; a side that is a multiple of 28 "
+            "or of 1000 can hide a resize mistake -- calibrate on another size too"
+        )
     print(f"vnc-use: details in {calibration.file}")
     return EXIT_DONE if result.diagnosis.fine else EXIT_ERROR
 
