@@ -19,6 +19,13 @@ The layers, top to bottom (docs/architecture.md explains each)::
     desktops/     VNC client, local desktops, RDP bridge, process helpers
     base          config.py  errors.py  status.py  version.py
 
+This is the order of DESIGN.md ("The house"), which the code now keeps without exception.
+Three places it does not name are decided here: ``calibration/`` (``vnc-use calibrate``) is a
+front door beside ``evaluation/``; the package root ``vnc_use/__init__.py`` is the public face,
+a front door too (it loads ``VncUseAgent`` lazily), so no module below may import from it;
+``version.py`` (``__version__``) joins the base, so the report and the CLI name the version
+without importing the root.
+
 ``testing/`` (the vendors' stand-ins, test desktops and services) may import any layer, and
 no module outside ``testing/`` may import it: only the tests do.
 
