@@ -69,7 +69,7 @@ class Redactor:
         if isinstance(obj, dict):
             out: dict[str, Any] = {}
             for key, value in obj.items():
-                if isinstance(key, str) and _SECRET_KEY_NAMES.search(key) and value:
+                if _secret_key(key) and value:
                     out[key] = REDACTED
                 else:
                     out[key] = self(value)
@@ -77,6 +77,13 @@ class Redactor:
         if isinstance(obj, (list, tuple)):
             return [self(v) for v in obj]
         return obj
+
+
+def _secret_key(key: object) -> bool:
+    """A key whose value is a secret: ``password``, ``api_key``, ... but not the *name* of
+    the variable holding one (``vnc_password_env``: a name, kept so that a run can be
+    resumed)."""
+    return isinstance(key, str) and bool(_SECRET_KEY_NAMES.search(key)) and not key.endswith("_env")
 
 
 def _image_stub(data: Any, mime: Any) -> dict[str, Any]:
