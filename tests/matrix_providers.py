@@ -125,6 +125,8 @@ class ProviderCase:
     """True for a request that carries the result of the click (time to finish)."""
     click: Callable[[Any], Any] = field(repr=False)
     done: Any = field(repr=False)
+    holding: threading.Event = field(default_factory=threading.Event)
+    """Set once a held conversation waits for its final answer (its click is done)."""
     released: threading.Event = field(default_factory=threading.Event)
 
     def reply(self, body: Any, index: int) -> Any:
@@ -132,6 +134,7 @@ class ProviderCase:
         if not self.answered(body):
             return self.click(body)
         if HOLD in json.dumps(body):
+            self.holding.set()
             self.released.wait(60)
         return self.done
 
@@ -170,16 +173,19 @@ def _gemini() -> ProviderCase:
             "--confirm": ["--confirm", "drag_and_drop"],
         },
         model=model,
-        answered=lambda body: "functionResponse" in json.dumps(body)
-        or "function_response" in json.dumps(body),
-        click=lambda body: GeminiReply.calls(FunctionCallSpec("click", x=GRID[0], y=GRID[1], intent="click the canvas")),
+        answered=lambda body: (
+            "functionResponse" in json.dumps(body) or "function_response" in json.dumps(body)
+        ),
+        click=lambda body: GeminiReply.calls(
+            FunctionCallSpec("click", x=GRID[0], y=GRID[1], intent="click the canvas")
+        ),
         done=GeminiReply.text(FINAL),
     )
 
 
 def _anthropic() -> ProviderCase:
     standin = AnthropicStandIn()
-    model = "claude-sonnet-4-5"
+    model = "claude-opus-4-7"  # its own tool is computer_20251124: --tool-version must reach
     return ProviderCase(
         name="anthropic",
         standin=standin,
@@ -215,8 +221,12 @@ def _openai() -> ProviderCase:
         model=model,
         answered=_contains('"computer_call_output"'),
         click=lambda body: Turn.call(
-            {"type": "click", "button": "left", "x": _target_in_image(body)[0],
-             "y": _target_in_image(body)[1]}
+            {
+                "type": "click",
+                "button": "left",
+                "x": _target_in_image(body)[0],
+                "y": _target_in_image(body)[1],
+            }
         ),
         done=Turn.message(FINAL),
     )

@@ -31,7 +31,7 @@ import os
 import signal
 import subprocess
 from collections.abc import Iterator
-from contextlib import ExitStack
+from contextlib import ExitStack, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -77,13 +77,20 @@ XFAIL_DOORS = {
     ),
 }
 XFAIL_OPTIONS = {
-    **{(p, "run-local", o): LOCAL_NEEDS_GEMINI for p, o in [
-        ("anthropic", "--tool-version"), ("anthropic", "--keep-screenshots"),
-        ("anthropic", "--confirm"), ("openai", "--tool-version"),
-        ("openai", "--keep-screenshots"), ("openai", "--confirm"),
-        ("openai-compatible", "--dialect"), ("openai-compatible", "--keep-screenshots"),
-        ("openai-compatible", "--confirm"),
-    ]},
+    **{
+        (p, "run-local", o): LOCAL_NEEDS_GEMINI
+        for p, o in [
+            ("anthropic", "--tool-version"),
+            ("anthropic", "--keep-screenshots"),
+            ("anthropic", "--confirm"),
+            ("openai", "--tool-version"),
+            ("openai", "--keep-screenshots"),
+            ("openai", "--confirm"),
+            ("openai-compatible", "--dialect"),
+            ("openai-compatible", "--keep-screenshots"),
+            ("openai-compatible", "--confirm"),
+        ]
+    },
     ("anthropic", "run-server", "--tool-version"): (
         f"issue 29: run --server drops --tool-version (RunSpec has no field), {SPEC}"
     ),
@@ -271,8 +278,9 @@ class Doors:
         since = len(case.standin.requests)
         argv = ["run", "--server", dev.url, "--vnc", screen.server]
         argv += ["--vnc-password-env", SERVED_PASSWORD_VARIABLE, "--task", TASK]
-        proc = self._cli([*argv, *case.args, *case.option_words(), "--runs-dir", str(runs)],
-                         provider_env(case))
+        proc = self._cli(
+            [*argv, *case.args, *case.option_words(), "--runs-dir", str(runs)], provider_env(case)
+        )
         return self._finish(case, probe, since, proc, runs)
 
     def _eval(self, case: ProviderCase, runs: Path) -> Outcome:
@@ -342,7 +350,8 @@ class Doors:
             stderr=subprocess.DEVNULL,
         )
         try:
-            probe.log.wait_type("press", timeout=90)
+            # the click is done and journaled: the model is asked for the next turn
+            assert case.holding.wait(90), "the run never got past its click"
         finally:
             os.kill(child.pid, signal.SIGKILL)
             child.wait(timeout=30)
@@ -381,10 +390,8 @@ def _aimed(probe: Probe) -> tuple[int, int]:
 
 def _presses(probe: Probe, count: int) -> list[tuple[int, int]]:
     """The presses the probe saw, once ``count`` arrived (or its wait ran out)."""
-    try:
+    with suppress(TimeoutError):
         probe.log.wait_for(lambda e: len(probe.log.events("press")) >= count, timeout=15)
-    except TimeoutError:
-        pass
     return [(e["x"], e["y"]) for e in probe.log.events("press")]
 
 
@@ -419,8 +426,8 @@ def test_door_lands_its_click_and_ends_done(provider: str, door: str, doors: Doo
     kinds = {r.kind for r in out.records}
     if door == "run-server":
         assert kinds == {"served"}
-    elif door == "mcp":
-        assert kinds == {"local", "mcp-session"}  # run_task's run, and the tool session
+    elif door == "mcp":  # run_task's run (and the tool session's, once a tool acted)
+        assert "local" in kinds and kinds <= {"local", "mcp-session"}
     else:
         assert kinds == {"local"}
     _door_specifics(provider, door, out)
