@@ -105,3 +105,14 @@ def test_a_bad_run_json_is_one_line(text: str | None, words: list[str], tmp_path
     for word in words:
         assert word in message
     assert run_record.load(folder) is None
+
+
+def test_values_json_has_no_type_for_are_written_as_text(tmp_path: Path) -> None:
+    """A CA file given as a Path (Python callers do) is kept as its text, as before."""
+    folder = RunFolder(tmp_path, "p1")
+    run_record.write(
+        folder,
+        run_record.RunRecord.from_json({"vnc_ca": tmp_path / "ca.pem", "confirm_actions": ("a",)}),
+    )
+    record = run_record.read(tmp_path / "p1")
+    assert record.vnc_ca == str(tmp_path / "ca.pem") and record.confirm_actions == ["a"]

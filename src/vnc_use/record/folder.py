@@ -118,7 +118,8 @@ def _atomic_write(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def _json_default(value: Any) -> Any:
+def json_default(value: Any) -> Any:
+    """How a value JSON has no type for is written (bytes by size and digest, sets sorted)."""
     if isinstance(value, (bytes, bytearray)):
         return {"bytes": len(value), "sha256": hashlib.sha256(value).hexdigest()}
     if isinstance(value, (set, frozenset)):
@@ -154,7 +155,7 @@ class RunFolder:
         record: dict[str, Any] = self.redact(
             {"ts": round(time.time(), 3), "event": event, **fields}
         )
-        line = json.dumps(record, default=_json_default, ensure_ascii=False)
+        line = json.dumps(record, default=json_default, ensure_ascii=False)
         with self._lock, (self.path / "events.jsonl").open("a", encoding="utf-8") as fh:
             fh.write(line + "\n")
         for listener in self._listeners:
@@ -177,7 +178,7 @@ class RunFolder:
         path = self.path / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         text = json.dumps(
-            self.redact(strip_images(obj)), indent=1, default=_json_default, ensure_ascii=False
+            self.redact(strip_images(obj)), indent=1, default=json_default, ensure_ascii=False
         )
         _atomic_write(path, text.encode("utf-8"))
         return path

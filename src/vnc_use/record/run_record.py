@@ -33,7 +33,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from vnc_use.errors import ConfigError
-from vnc_use.record.folder import RunFolder
+from vnc_use.record.folder import RunFolder, json_default
 
 __all__ = ["FILE_NAME", "KINDS", "RunKind", "RunRecord", "load", "read", "update", "write"]
 
@@ -84,7 +84,8 @@ class RunRecord(BaseModel):
         """A record from a parsed ``run.json`` of any age (a ``ConfigError`` if it is not one)."""
         if not isinstance(data, dict):
             raise ConfigError("run.json does not hold a JSON object")
-        fields = dict(data)
+        # as the file will hold them: paths and other objects as text, tuples as lists
+        fields = json.loads(json.dumps(data, default=json_default))
         if "kind" not in fields:
             fields["kind"] = "served" if fields.get("served") is True else "local"
         try:
