@@ -275,6 +275,13 @@ FINISH_IN = {
     "ui-tars": "Thought: it is done.\nAction: finished(content='All done.')",
 }
 FINISH_IN["qwen2.5-vl"] = FINISH_IN["qwen3-vl"]
+FINISH_IN["holo"] = (
+    '{"note": null, "thought": "Done.", "tool_call": {"tool_name": "answer", "text": "All done."}}'
+)
+FINISH_IN["ui-venus"] = "<think>Done.</think>\n<action>Finished(content='All done.')</action>"
+FINISH_IN["opencua"] = (
+    "## Thought:\nDone.\n\n## Code:\n```python\ncomputer.terminate(status='success')\n```"
+)
 
 SERVER_ADDRESSES = {  # each server's documented default
     "http://localhost:1234/v1",  # LM Studio
