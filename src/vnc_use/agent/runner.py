@@ -11,7 +11,6 @@ the desktop and the model, holds the desktop's lease while the run acts
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import tempfile
 import threading
@@ -50,6 +49,7 @@ from vnc_use.errors import (
 )
 from vnc_use.providers.base import Planner
 from vnc_use.providers.registry import make_planner
+from vnc_use.record import run_record
 from vnc_use.record.folder import RunFolder, check_thread_id
 from vnc_use.record.report import ReportOnRunEnd
 from vnc_use.replay.compare import DEFAULT_TOLERANCE
@@ -319,9 +319,9 @@ class VncUseAgent:
         desktop = self.desktop
         where = self._where(desktop)
         folder = self._folder(thread_id)
-        folder.write_json(
-            "run.json",
+        record = run_record.RunRecord.from_json(
             {
+                "kind": "local",
                 "thread_id": thread_id,
                 "task": task,
                 **where,
@@ -335,8 +335,9 @@ class VncUseAgent:
                 "sensitive_names": sorted(self.sensitive_text),
                 "checkpointer": self.storage.described,  # never its password
                 "started": time.time(),
-            },
+            }
         )
+        run_record.write(folder, record)
         started = {k: where[k] for k in ("desktop", "vnc_server", "security", "rdp") if k in where}
         folder.event("run_started", thread_id=thread_id, task=task, **started)
         initial: CUAState = {
@@ -423,14 +424,10 @@ class VncUseAgent:
             return self._replays[thread_id]
         if isinstance(self.planner, ReplayPlanner):
             return self.planner
-        path = self.runs_dir / thread_id / "run.json"
-        try:
-            saved = json.loads(path.read_text("utf-8"))
-        except (OSError, ValueError):
+        record = run_record.load(self.runs_dir / thread_id)
+        if record is None or record.provider != PROVIDER:
             return self.planner
-        if not isinstance(saved, dict) or saved.get("provider") != PROVIDER:
-            return self.planner
-        planner = replay_planner_from_settings(saved, healer=self.planner)
+        planner = replay_planner_from_settings(record.settings(), healer=self.planner)
         self._replays[thread_id] = planner
         return planner
 

@@ -341,11 +341,12 @@ def _report(result: RunResult) -> None:
 
 def _run_settings(args: argparse.Namespace) -> dict[str, Any]:
     """Settings of an existing run (from its run.json), for approve/deny/resume."""
-    path = Path(args.runs_dir) / args.thread_id / "run.json"
+    from vnc_use.record import run_record
+
+    path = run_record.path_of(Path(args.runs_dir) / args.thread_id)
     if not path.exists():
         raise ConfigError(f"no run {args.thread_id!r} in {args.runs_dir} (looked for {path})")
-    saved: dict[str, Any] = json.loads(path.read_text("utf-8"))
-    return saved
+    return run_record.read(path.parent).settings()
 
 
 def _make_agent(args: argparse.Namespace, saved: dict[str, Any] | None, bridge: Any) -> Any:

@@ -16,6 +16,7 @@ from typing import Any
 from vnc_use.agent.state import RunResult
 from vnc_use.errors import ConfigError
 from vnc_use.mcp_server.session import DesktopSession
+from vnc_use.record import run_record
 from vnc_use.record.report import REPORT_NAME
 from vnc_use.status import RunStatus
 
@@ -125,14 +126,12 @@ def run_agent(
 
 
 def _saved(runs_dir: Path, thread_id: str) -> dict[str, Any]:
-    path = runs_dir / thread_id / "run.json"
-    try:
-        saved: dict[str, Any] = json.loads(path.read_text("utf-8"))
-    except (OSError, ValueError):
-        raise ConfigError(f"no run {thread_id!r} in {runs_dir}") from None
-    if saved.get("kind") == "mcp-session":
+    record = run_record.load(runs_dir / thread_id)
+    if record is None:
+        raise ConfigError(f"no run {thread_id!r} in {runs_dir}")
+    if record.is_mcp_session:
         raise ConfigError(f"{thread_id!r} is an MCP tool session, not a run: it has no approvals")
-    return saved
+    return record.settings()
 
 
 def outcome(result: RunResult) -> dict[str, Any]:
