@@ -57,6 +57,10 @@ COVERED: list[tuple[str, tuple[str, ...]]] = [
         ),
     ),
     (
+        r"vnc-use calibrate( --provider openai-compatible --base-url \S+ --model \S+)?",
+        ("test_every_command_of_the_docs_is_fine_with_a_right_model",),
+    ),
+    (
         r"python -m vnc_use\.testing\.openai_standin --script script\.json --port 8011 &",
         ("test_readme_local_models_stand_in_command_pair",),
     ),

@@ -15,7 +15,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 
-from vnc_use import __version__
+from vnc_use.cli import calibrate as calibrate_commands
 from vnc_use.cli import desktop as desktop_commands
 from vnc_use.cli import eval as eval_commands
 from vnc_use.cli import fleet as fleet_commands
@@ -25,6 +25,7 @@ from vnc_use.cli import run as run_commands
 from vnc_use.cli import worker as worker_commands
 from vnc_use.cli.common import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE
 from vnc_use.errors import ConfigError, VncUseError
+from vnc_use.version import __version__
 
 __all__ = ["build_parser", "main"]
 
@@ -48,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     report_commands.register(sub)
     mcp_commands.register(sub)
     eval_commands.register(sub)
+    calibrate_commands.register(sub)
     worker_commands.register(sub)
     fleet_commands.register(sub)
     return parser

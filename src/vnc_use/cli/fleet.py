@@ -49,7 +49,7 @@ def fleet_url(value: str | None) -> str:
             "the fleet's database is not given: --fleet postgresql://USER@HOST/DB, or set "
             "VNC_USE_DATABASE_URL and give --fleet env"
         )
-    from vnc_use.agent.postgres import is_postgres_url
+    from vnc_use.store.postgres import is_postgres_url
 
     if not is_postgres_url(url):
         raise ConfigError("--fleet takes the fleet's postgresql://USER@HOST:PORT/DB URL")

@@ -22,8 +22,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from vnc_use.agent import postgres
-from vnc_use.agent.lease import lease_number
+from vnc_use.store import postgres
+from vnc_use.store.lease import lease_number
 
 __all__ = [
     "DEAD_AFTER",

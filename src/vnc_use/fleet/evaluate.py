@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from vnc_use.agent.postgres import redact
+from vnc_use.store.postgres import redact
 from vnc_use.evaluation.desktops import EvalDesktop
 from vnc_use.evaluation.results import TaskResult
 from vnc_use.evaluation.runner import AgentRunner, describe_options, run_task

@@ -3,7 +3,7 @@
 A leg does what its action says unless the run's checkpoint says it already happened: a
 ``run`` leg whose thread has a checkpoint (a leg recovered after its worker died) continues
 it; an ``approve``/``deny`` leg of a run no longer waiting continues it. The action journal
-(:mod:`vnc_use.agent.journal`) keeps every action from being performed twice, and an action
+(:mod:`vnc_use.store.journal`) keeps every action from being performed twice, and an action
 whose outcome is unknown is never re-sent blindly.
 """
 

@@ -128,7 +128,7 @@ def shutdown() -> None:
 
 def _require_queues(url: str) -> None:
     """A database no worker has started on has no queues: say so in one line."""
-    from vnc_use.agent import postgres
+    from vnc_use.store import postgres
 
     conn = postgres.connect(url, application_name="vnc-use fleet client")
     try:

@@ -283,7 +283,7 @@ class Worker:
 def _set_up_storage(database: str, runs_dir: Path) -> None:
     """Create the checkpoint and journal tables once, before any leg: legs starting together
     would race on LangGraph's migrations."""
-    from vnc_use.agent.storage import open_storage
+    from vnc_use.store.storage import open_storage
 
     storage = open_storage(database, runs_dir)
     try:
