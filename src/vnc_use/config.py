@@ -72,9 +72,9 @@ __all__ = [
     "rdp_username",
     "secret_values",
     "sensitive_value",
+    "url_has_password",
     "vnc_password",
     "vnc_username",
-    "url_has_password",
     "vnc_view_password",
     "x_display",
 ]

@@ -22,13 +22,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from vnc_use.store.postgres import redact
 from vnc_use.evaluation.desktops import EvalDesktop
 from vnc_use.evaluation.results import TaskResult
 from vnc_use.evaluation.runner import AgentRunner, describe_options, run_task
 from vnc_use.evaluation.suite import Evaluation
 from vnc_use.evaluation.tasks import Task
 from vnc_use.fleet.queue import Enqueuer
+from vnc_use.store.postgres import redact
 
 __all__ = ["FleetRunner", "run_eval_leg", "run_fleet_eval"]
 
