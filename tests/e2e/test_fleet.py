@@ -210,6 +210,9 @@ def test_a_fleet_of_two_workers_survives_one_killed_and_waits_for_people(
         for run in range(8):
             assert [_presses(probes, p) for p in _points(run)] == [1] * len(_points(run)), run
         assert "worker B is dead" in "".join(a.lines)
+        listed = run_cli(["runs", "--fleet", pg.url, "--json"], env=env)
+        rows = [json.loads(line) for line in listed.stdout.splitlines()]
+        assert {r["thread_id"]: r["status"] for r in rows} == {f"r{n}": "done" for n in range(8)}
         report = run_cli(
             ["report", "--fleet", pg.url, "r0", "--out", str(submit_dir / "r0.html")], env=env
         )
