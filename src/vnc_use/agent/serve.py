@@ -49,6 +49,7 @@ from vnc_use.desktops.service import Service
 from vnc_use.errors import ConfigError, ServedRunError, VncUseError
 from vnc_use.record.folder import RunFolder
 from vnc_use.record.report import ReportOnRunEnd
+from vnc_use.record.video import VideoRecorder, record_desktop, stop_recording
 
 if TYPE_CHECKING:  # the server resolves the annotation with its own ServerRuntime
     from langgraph_sdk.runtime import ServerRuntime
@@ -69,6 +70,8 @@ class LiveRun:
     spec: RunSpec
     bridge: Service | None = None
     """The leg's RDP bridge (a spec with ``rdp_server``), stopped by :meth:`close`."""
+    recorder: VideoRecorder | None = None
+    """The leg's video segment (``spec.video``), finished by :meth:`close`."""
 
     @property
     def folder(self) -> RunFolder:
@@ -123,6 +126,7 @@ class LiveRun:
         """Disconnect from the desktop, give its lease back and close the journal (blocking:
         call it off the event loop)."""
         try:
+            stop_recording(self.desktop, self.recorder)
             disconnect = getattr(self.desktop, "disconnect", None)
             if callable(disconnect):
                 disconnect()
@@ -163,6 +167,7 @@ def open_live(spec: RunSpec, thread_id: str) -> LiveRun:
             settings = {"thread_id": thread_id, "served": True, **spec.to_json()}
             folder.write_json("run.json", settings)
         desktop, bridge = connect_leg(spec, password, folder)  # an RDP spec: a bridge too
+        recorder = record_desktop(desktop, folder.path, spec.video_fps) if spec.video else None
     except BaseException:
         try:
             lease.release()
@@ -179,7 +184,13 @@ def open_live(spec: RunSpec, thread_id: str) -> LiveRun:
         stop=threading.Event(),
     )
     return LiveRun(
-        context=ctx, desktop=desktop, storage=storage, lease=lease, spec=spec, bridge=bridge
+        context=ctx,
+        desktop=desktop,
+        storage=storage,
+        lease=lease,
+        spec=spec,
+        bridge=bridge,
+        recorder=recorder,
     )
 
 

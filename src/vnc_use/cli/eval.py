@@ -24,7 +24,7 @@ from typing import Any
 
 from vnc_use import config
 from vnc_use.cli import rdp as rdp_commands
-from vnc_use.cli.common import EXIT_DONE, EXIT_ERROR, EXIT_INTERRUPTED
+from vnc_use.cli.common import EXIT_DONE, EXIT_ERROR, EXIT_INTERRUPTED, add_video_options
 from vnc_use.desktops.local import parse_size
 from vnc_use.errors import ConfigError
 
@@ -107,6 +107,7 @@ def register(sub: Any) -> None:
     p.add_argument("--keep-screenshots", type=int, default=None, metavar="N")
     p.add_argument("--exclude", nargs="+", default=[], metavar="NAME", help="actions to forbid")
     p.add_argument("--quiet", action="store_true", help="print only the summary")
+    add_video_options(p)
     p.set_defaults(func=command)
 
 
@@ -130,6 +131,8 @@ def _agent_options(args: argparse.Namespace) -> dict[str, Any]:
         "api_version": args.api_version,
         "keep_screenshots": args.keep_screenshots,
         "excluded_actions": args.exclude or None,
+        "video": not args.no_video,
+        "video_fps": args.video_fps,
     }
     return {k: v for k, v in options.items() if v is not None}
 

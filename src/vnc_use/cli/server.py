@@ -108,6 +108,8 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
         rdp_domain=args.rdp_domain,
         rdp_size=args.rdp_size,
         rdp_cert_fingerprint=args.rdp_cert_fingerprint,
+        video=not args.no_video,
+        video_fps=args.video_fps,
     )
     spec.check()
     return spec

@@ -33,7 +33,7 @@ import struct
 import threading
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
@@ -59,6 +59,7 @@ from zope.interface import implementer
 
 from vnc_use.desktops.address import parse_server
 from vnc_use.desktops.base import CaptureRule, Settled
+from vnc_use.desktops.frametap import FrameSink, FrameTap
 from vnc_use.desktops.keyboard import KeyboardLimits
 from vnc_use.desktops.png import encode_png
 from vnc_use.desktops.region import ScreenRegion, check_framebuffer
@@ -289,14 +290,29 @@ class _Client(VNCDoToolClient):  # type: ignore[misc]
     #: VeNCrypt subtype chosen (0 while none), and the inner login it implies.
     _subtype = 0
 
+    #: The video's tap on this connection (see :mod:`vnc_use.desktops.frametap`), or None.
+    frame_tap: FrameTap | None = None
+
     def commitUpdate(self, rectangles: list[Rect] | None = None) -> None:
-        hook = self.update_hook
-        if hook is not None:
-            try:
-                hook([tuple(r) for r in rectangles or ()])  # type: ignore[misc]
-            except Exception:  # a broken watcher must not break the protocol
-                log.exception("framebuffer update hook failed")
+        rects: list[Rect] = [tuple(r) for r in rectangles or ()]  # type: ignore[misc]
+        tap = self.frame_tap
+        for hook in (self.update_hook, tap.on_update if tap is not None else None):
+            if hook is not None:
+                try:
+                    hook(rects)
+                except Exception:  # a broken watcher must not break the protocol
+                    log.exception("framebuffer update hook failed")
         super().commitUpdate(rectangles)
+
+    def pointerEvent(self, x: int, y: int, buttonmask: int = 0) -> None:
+        super().pointerEvent(x, y, buttonmask)
+        if self.frame_tap is not None:
+            self.frame_tap.on_pointer(x, y, buttonmask)
+
+    def keyEvent(self, key: int, down: bool = True) -> None:
+        super().keyEvent(key, down)
+        if self.frame_tap is not None:
+            self.frame_tap.on_key(_key_label(key), bool(down))
 
     def connectionMade(self) -> None:
         super().connectionMade()
@@ -1043,6 +1059,7 @@ class VNCController:
             if factory is None or client is None:
                 return
             factory.on_lost = None
+            self.stop_recording_of(client)
             if client.transport is not None and client.transport.connected:
                 reactor.callFromThread(client.transport.loseConnection)
                 if not factory.lost.wait(timeout=min(self._timeout, 5.0)):
@@ -1365,6 +1382,37 @@ class VNCController:
         self._call(run, what)
         self._primed.update(fresh)
 
+    # ------------------------------------------------------------------ video (issue 32)
+
+    def start_recording(self, sink: FrameSink) -> None:
+        """Feed ``sink`` frames from this connection's updates (see
+        :mod:`vnc_use.desktops.frametap`) until :meth:`stop_recording` or the disconnect."""
+        client = self._require()
+        box = self._box(client)
+
+        def start() -> None:
+            if client.frame_tap is None:
+                client.frame_tap = FrameTap(_TapChannel(client, box), sink)
+                client.frame_tap.start()
+
+        reactor.callFromThread(start)
+
+    def stop_recording(self) -> None:
+        """Stop feeding the video (idempotent); returns once the tap is stopped."""
+        client = self._client
+        if client is None or client.frame_tap is None:
+            return
+        done = threading.Event()
+
+        def stop() -> None:
+            tap, client.frame_tap = client.frame_tap, None
+            if tap is not None:
+                tap.stop()
+            done.set()
+
+        reactor.callFromThread(stop)
+        done.wait(timeout=self._timeout)
+
     # ------------------------------------------------------------------ plumbing
 
     def _require(self) -> _Client:
@@ -1397,7 +1445,7 @@ class VNCController:
             self._inflight = fut
 
             def run() -> None:
-                d = maybeDeferred(fn, client)
+                d = _exclusively(client, fn)
                 d.addCallbacks(
                     lambda value: _settle(fut, value), lambda f: _settle(fut, exc=f.value)
                 )
@@ -1424,6 +1472,17 @@ class VNCController:
                 fut,
                 exc=VncConnectionError(f"the connection to VNC server {self._target} was lost"),
             )
+
+    @staticmethod
+    def stop_recording_of(client: _Client) -> None:
+        """Stop a connection's tap from any thread, without waiting."""
+
+        def stop() -> None:
+            tap, client.frame_tap = client.frame_tap, None
+            if tap is not None:
+                tap.stop()
+
+        reactor.callFromThread(stop)
 
     @staticmethod
     def _abort(factory: _Factory) -> None:
@@ -1457,6 +1516,85 @@ class _RfbChannel:
 
     def call_later(self, delay: float, fn: Callable[[], None]) -> Any:
         return reactor.callLater(delay, fn)
+
+
+class _TapChannel:
+    """The requests, screen copies and timers :class:`FrameTap` uses (reactor)."""
+
+    def __init__(self, client: _Client, box: tuple[int, int, int, int]) -> None:
+        self._client = client
+        self._box = box
+
+    def poll(self, *, full: bool) -> None:
+        c = self._client
+        c.framebufferUpdateRequest(*self._box, incremental=not full)
+        if not full:
+            c.framebufferUpdateRequest(0, 0, 1, 1, incremental=False)
+
+    def idle(self) -> bool:
+        return bool(self._client.deferred is None and self._client.update_hook is None)
+
+    def _size(self) -> tuple[int, int]:
+        return int(self._client.width), int(self._client.height)
+
+    def synced(self) -> bool:
+        c = self._client
+        return c.synced_size == self._size() and getattr(c, "screen", None) is not None
+
+    def set_synced(self) -> None:
+        self._client.synced_size = self._size()
+
+    def covers(self, rects: Sequence[Rect]) -> bool:
+        return sum(w * h for _, _, w, h in rects) >= self._box[2] * self._box[3]
+
+    def grab(self) -> Image.Image | None:
+        screen = getattr(self._client, "screen", None)
+        if screen is None:
+            return None
+        x, y, w, h = self._box
+        image: Image.Image = screen
+        if (x, y, w, h) == (0, 0, *image.size):
+            return image.copy()
+        return image.crop((x, y, x + w, y + h))
+
+    def to_screen(self, x: int, y: int) -> tuple[int, int]:
+        return x - self._box[0], y - self._box[1]
+
+    def call_later(self, delay: float, fn: Callable[[], None]) -> Any:
+        return reactor.callLater(delay, fn)
+
+
+def _exclusively(client: _Client, fn: Callable[[_Client], Any]) -> Any:
+    """Reactor thread: run ``fn(client)`` once no poll of the video's tap is outstanding,
+    keeping the tap's polls away until it is over; a Deferred of its result."""
+    tap = client.frame_tap
+    if tap is None:
+        return maybeDeferred(fn, client)
+    d: Deferred[Any] = Deferred()
+
+    def go() -> None:
+        tap.enter()
+        inner = maybeDeferred(fn, client)
+
+        def leave(result: Any) -> Any:
+            tap.leave()
+            return result
+
+        inner.addBoth(leave)
+        inner.chainDeferred(d)
+
+    tap.exclusive(go)
+    return d
+
+
+def _key_label(keysym: int) -> str:
+    """The name a key mark shows: a named key (Return, ctrl...), never a typed character."""
+    if 0x20 <= keysym < 0x7F or (keysym >= 0x100 and not 0xFF00 <= keysym <= 0xFFFF):
+        return ""
+    return str(_KEY_NAMES.get(keysym, ""))
+
+
+_KEY_NAMES = {sym: name for name, sym in sorted(KEYMAP.items(), reverse=True)}
 
 
 def _round_trip(client: _Client) -> Any:

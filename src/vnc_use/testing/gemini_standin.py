@@ -107,6 +107,7 @@ import os
 import re
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -461,6 +462,9 @@ class Reply:
     status: int
     body: dict[str, Any]
     envelope: bool = True
+    latency: float = 0.0
+    """Seconds the stand-in waits before answering (a model thinking), e.g.
+    ``dataclasses.replace(Reply.calls(...), latency=1.0)``."""
 
     @classmethod
     def calls(
@@ -1099,6 +1103,8 @@ class GeminiStandIn(ScriptedServer[ScriptItem]):
         if problems:
             return self._refuse(rec, problems)
         reply = self._next_reply(rec)
+        if reply.latency > 0:
+            time.sleep(reply.latency)
         body = dict(reply.body)
         sign = self.sign_calls
         if sign is None:
