@@ -108,6 +108,8 @@ class _Result:
     screenshot: str | None = None
     size: tuple[int, int] | None = None
     action_ms: float = 0.0
+    started: float | None = None
+    """Wall-clock time the action began (the report seeks the run's video there)."""
 
 
 def act(state: CUAState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
@@ -127,9 +129,10 @@ def act(state: CUAState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     if first.get("safety") == "blocked":  # only from a checkpoint of an older version
         return end_blocked(ctx, "act", blocked_call_reason(first))
     c = _begin(ctx, state)
-    t_act = time.monotonic()
+    t_act, started = time.monotonic(), time.time()
     custom = ctx.planner.is_custom(c.call["name"])
     result = _run_custom(ctx, c) if custom else _run_action(ctx, c)
+    result.started = round(started, 3)
     result.action_ms = round((time.monotonic() - t_act) * 1000, 1)
     if not custom:
         _look(ctx, c, result)
@@ -293,6 +296,7 @@ def _record(ctx: AgentContext, state: CUAState, c: _Call, result: _Result) -> Tr
         pixels=result.pixels,
         screen_size=list(result.size or c.size),
         duration_ms=result.action_ms,
+        started=result.started,
         error=result.error,
         note=result.note,
         approved=c.approved,
