@@ -231,6 +231,8 @@ class FrameTap:
 
     def _answered(self) -> None:
         self._polling = None
+        if self.frames == 0:  # the video starts with the screen as it is
+            self._want_frame()
         self._release()
 
     def _release(self) -> None:

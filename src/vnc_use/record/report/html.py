@@ -131,7 +131,8 @@ class _Page:
         self.view = view
         self.embed = embed
         self._data: dict[str, str] = {}
-        self.video = read_segments(view.path)
+        # the video stays a file beside the page: an embedded page (sent alone) has no player
+        self.video = [] if embed else read_segments(view.path)
 
     def src(self, sha: str | None) -> str | None:
         path = self.view.screenshot(sha)

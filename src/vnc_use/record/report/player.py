@@ -77,11 +77,11 @@ _SCRIPT = """
       load(cur + 1, function () { v.currentTime = 0; v.play(); });
     }
   });
-  document.querySelectorAll("button.seek").forEach(function (b) {
-    b.addEventListener("click", function () {
-      seek(parseFloat(b.dataset.at));
-      document.getElementById("video").scrollIntoView();
-    });
+  document.addEventListener("click", function (e) {  // the steps come after this script
+    var b = e.target.closest && e.target.closest("button.seek");
+    if (!b) { return; }
+    seek(parseFloat(b.dataset.at));
+    document.getElementById("video").scrollIntoView();
   });
   v.dataset.segment = 0;
   ready(marks);
