@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import io
+import os
 import signal
 import subprocess
 import sys
@@ -283,9 +284,11 @@ def test_a_killed_run_leaves_a_playable_video(
         )
         env = {"GOOGLE_API_KEY": DUMMY_API_KEY, "VNC_PASSWORD": dialog_probe.desktop.password}
         proc = subprocess.Popen(
-            [*CLI, "run", "--vnc", dialog_probe.desktop.server, "--task", "Click twice"]
-            + ["--thread-id", "killed", "--runs-dir", str(runs), "--no-hitl", "--json"],
-            env={**_environ(), **env},
+            [
+                *(*CLI, "run", "--vnc", dialog_probe.desktop.server, "--task", "Click twice"),
+                *("--thread-id", "killed", "--runs-dir", str(runs), "--no-hitl", "--json"),
+            ],
+            env={**os.environ, **env},
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             stdin=subprocess.DEVNULL,
@@ -325,12 +328,6 @@ def _holds(run_dir: Path, t: float) -> bool:
     return bool(video) and video[-1][0] >= t
 
 
-def _environ() -> dict[str, str]:
-    import os
-
-    return dict(os.environ)
-
-
 def test_no_video_records_none(dialog_probe: DialogProbe, tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     with GeminiStandIn() as api:
@@ -339,8 +336,10 @@ def test_no_video_records_none(dialog_probe: DialogProbe, tmp_path: Path) -> Non
             Reply.text("Clicked."),
         )
         proc = run_cli(
-            ["run", "--vnc", dialog_probe.desktop.server, "--task", "Click once", "--no-video"]
-            + ["--thread-id", "quiet", "--runs-dir", str(runs)],
+            [
+                *("run", "--vnc", dialog_probe.desktop.server, "--task", "Click once"),
+                *("--no-video", "--thread-id", "quiet", "--runs-dir", str(runs)),
+            ],
             dialog_probe.desktop,
             env={"GOOGLE_API_KEY": DUMMY_API_KEY},
         )
