@@ -152,6 +152,8 @@ class VideoRecorder:
         self.frames = 0
         self.dropped = 0
         self.error: str | None = None
+        self.cpu_seconds = 0.0
+        """CPU time the encoder thread used (once it has ended)."""
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -199,6 +201,7 @@ class VideoRecorder:
         thread.join(timeout)
         seg = self._segments[self._index]
         seg.update(ended=round(time.time(), 3), frames=self.frames, dropped=self.dropped)
+        seg["cpu_s"] = round(self.cpu_seconds, 3)
         if self.error:
             seg["error"] = self.error
         _write_index(self.folder, self._segments)
@@ -224,6 +227,8 @@ class VideoRecorder:
         except Exception as exc:  # the run goes on; the segment says why it stopped
             log.exception("the video encoder failed")
             self.error = f"{type(exc).__name__}: {exc}"
+        finally:
+            self.cpu_seconds = time.thread_time()
 
 
 class _Encoder:
