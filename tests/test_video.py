@@ -287,6 +287,7 @@ def test_a_killed_run_leaves_a_playable_video(
             [
                 *(*CLI, "run", "--vnc", dialog_probe.desktop.server, "--task", "Click twice"),
                 *("--thread-id", "killed", "--runs-dir", str(runs), "--no-hitl", "--json"),
+                *("--video-fps", "8"),
             ],
             env={**os.environ, **env},
             stdout=subprocess.DEVNULL,

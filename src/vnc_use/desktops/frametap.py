@@ -42,6 +42,9 @@ Rect = tuple[int, int, int, int]
 MARK_SECONDS = 0.5
 """How long a click or key mark stays drawn on the video."""
 
+_MOVE_DELAY = 0.03
+"""Seconds a pointer move waits for its frame: a press that follows at once shares it."""
+
 _SCROLL_BUTTONS = {8: "scroll up", 16: "scroll down", 32: "scroll left", 64: "scroll right"}
 
 
@@ -199,8 +202,8 @@ class FrameTap:
         for bit, label in _SCROLL_BUTTONS.items():
             if pressed & bit:
                 self._mark("scroll", label)
-        if not pressed:
-            self._want_frame()
+        if not pressed:  # a move: a frame soon (a press right after it makes that frame)
+            self._want_frame(_MOVE_DELAY)
 
     def on_key(self, label: str, down: bool) -> None:
         """A key event was sent; ``label`` names the key (never a typed character)."""
@@ -240,10 +243,10 @@ class FrameTap:
         for go in waiters:
             go()
 
-    def _want_frame(self) -> None:
+    def _want_frame(self, at_least: float = 0.0) -> None:
         if self._stopped or self._pending is not None:
             return
-        delay = self._last_emit + self._interval - self._clock()
+        delay = max(at_least, self._last_emit + self._interval - self._clock())
         if delay <= 0:
             self._emit()
         else:
@@ -259,6 +262,8 @@ class FrameTap:
         image = self._channel.grab()
         if image is None:
             return
+        _cancel(self._pending)  # this frame is the one a timer was waiting for
+        self._pending = None
         now = self._clock()
         frame = TapFrame(now, image, self._pointer, tuple(self._marks))
         self._last_emit = now

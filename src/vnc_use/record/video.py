@@ -49,7 +49,7 @@ log = logging.getLogger(__name__)
 VIDEO_NAME = "video.mp4"
 INDEX_NAME = "video.json"
 DEFAULT_VIDEO_FPS = 10.0
-QUEUE_FRAMES = 8
+QUEUE_FRAMES = 12
 """Frames waiting for the encoder at most (then frames are dropped, never queued)."""
 _TIME_BASE = Fraction(1, 1000)
 _STILL_EVERY = 1.0  # seconds between still frames after the screen stopped changing
@@ -60,6 +60,7 @@ _MUXER = {
     "frag_duration": "1000000",
     "flush_packets": "1",
 }
+_NICE = 5
 _MARK = (230, 30, 60)
 _KEY = (30, 90, 220)
 
@@ -222,6 +223,7 @@ class VideoRecorder:
 
     def _run(self) -> None:
         assert self.file is not None
+        _lower_priority()  # the agent's threads go first when the machine is busy
         try:
             _Encoder(self.file, self.fps, self).loop(self._queue)
         except Exception as exc:  # the run goes on; the segment says why it stopped
@@ -278,6 +280,7 @@ class _Encoder:
         stream.pix_fmt = "yuv420p"
         stream.codec_context.time_base = _TIME_BASE
         stream.options = dict(_ENCODER)
+        stream.codec_context.thread_count = 1  # one core at most, never a pool of threads
         self._stream = stream
         self._size = size
 
@@ -310,6 +313,14 @@ class _Encoder:
                 self._container.mux(packet)
         finally:
             self._container.close()
+
+
+def _lower_priority() -> None:
+    """Give the encoder thread (and the threads it starts) a lower CPU priority (Linux)."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), _NICE)
+    except (AttributeError, OSError):  # not Linux, or not allowed: encode at normal priority
+        log.debug("could not lower the video encoder's priority", exc_info=True)
 
 
 _ARROW = [(0, 0), (0, 17), (4, 13), (7, 20), (10, 19), (7, 12), (12, 12)]
