@@ -141,6 +141,13 @@ COVERED: list[tuple[str, tuple[str, ...]]] = [
         ),
     ),
     (r"vnc-use (runs|show \S+|report \S+( --gif)?)", ("test_readme_history_commands",)),
+    # the video of a run (docs/video.md)
+    (
+        r"vnc-use run --task \"(Open the settings and turn on dark mode|Click the OK button)\""
+        r"( --no-video| --video-fps 8)?",
+        ("test_a_killed_run_leaves_a_playable_video", "test_no_video_records_none"),
+    ),
+    (r"vnc-use report \S+ --video", ("test_the_report_plays_the_video_and_seeks_to_step_3",)),
     (
         r"vnc-use run --vnc localhost::5901 --sensitive pin --task \"Unlock the screen with"
         r" \{\{pin\}\}\"",
