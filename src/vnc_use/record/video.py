@@ -329,10 +329,11 @@ _ARROW = [(0, 0), (0, 17), (4, 13), (7, 20), (10, 19), (7, 12), (12, 12)]
 def _overlay(
     image: Image.Image, pointer: tuple[int, int] | None, marks: list[InputMark], t: float
 ) -> Image.Image:
-    """The frame as the video shows it: the marks, then the cursor on top."""
-    canvas = image if image.mode == "RGB" else image.convert("RGB")
+    """The frame as the video shows it: the marks, then the cursor on top (on a copy: the
+    frame's own image stays as the screen was, for the still frames that repeat it)."""
     if not marks and pointer is None:
-        return canvas
+        return image if image.mode == "RGB" else image.convert("RGB")
+    canvas = image.convert("RGB") if image.mode != "RGB" else image.copy()
     draw = ImageDraw.Draw(canvas)
     keys = [m.label or "key" for m in marks if m.kind == "key"]
     for m in marks:
