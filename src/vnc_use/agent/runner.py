@@ -54,7 +54,7 @@ from vnc_use.errors import (
 from vnc_use.providers.base import Planner
 from vnc_use.providers.registry import make_planner
 from vnc_use.record.folder import RunFolder, check_thread_id
-from vnc_use.record.report import ReportOnRunEnd
+from vnc_use.record.report import ReportOnRunEnd, write_report_safely
 from vnc_use.record.video import DEFAULT_VIDEO_FPS, VideoRecorder
 from vnc_use.replay.compare import DEFAULT_TOLERANCE
 
@@ -645,6 +645,8 @@ class VncUseAgent:
             recorder.close()
             if recorder.error:  # the run went on, but its video is cut short: say so
                 folder.event("video_failed", message=f"the video stopped: {recorder.error}")
+            if recorder.frames:  # the report written at the leg's end plays it complete
+                write_report_safely(folder)
 
     def _record_video_of(self, desktop: Desktop) -> None:
         """Feed the leg's video from this VNC connection (again after a reconnect)."""

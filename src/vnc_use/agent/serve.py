@@ -48,7 +48,7 @@ from vnc_use.desktops.base import Desktop
 from vnc_use.desktops.service import Service
 from vnc_use.errors import ConfigError, ServedRunError, VncUseError
 from vnc_use.record.folder import RunFolder
-from vnc_use.record.report import ReportOnRunEnd
+from vnc_use.record.report import ReportOnRunEnd, write_report_safely
 from vnc_use.record.video import VideoRecorder, record_desktop, stop_recording
 
 if TYPE_CHECKING:  # the server resolves the annotation with its own ServerRuntime
@@ -127,6 +127,8 @@ class LiveRun:
         call it off the event loop)."""
         try:
             stop_recording(self.desktop, self.recorder)
+            if self.recorder is not None and self.recorder.frames:
+                write_report_safely(self.folder)  # the report plays the finished segment
             disconnect = getattr(self.desktop, "disconnect", None)
             if callable(disconnect):
                 disconnect()

@@ -183,6 +183,8 @@ class DesktopSession:
     def close(self) -> None:
         """End the session: its report is written, the connection closed."""
         with self.lock:
+            stop_recording(self._desktop, self._recorder)  # finished before the last report
+            self._recorder = None
             if self._folder is not None:
                 self._folder.event(
                     "run_ended",
@@ -194,8 +196,6 @@ class DesktopSession:
                 )
                 self._folder.update_json("run.json", status=RunStatus.DONE.value, reason=None)
             if self._desktop is not None:
-                stop_recording(self._desktop, self._recorder)
-                self._recorder = None
                 disconnect = getattr(self._desktop, "disconnect", None)
                 if callable(disconnect):
                     disconnect()
