@@ -16,7 +16,6 @@ import json
 import time
 from html import escape
 
-from vnc_use import __version__
 from vnc_use.record import timefmt
 from vnc_use.record.report.describe import call_text, grid_pixels, intent, typed_text
 from vnc_use.record.report.markers import Marker, arrow_head, marker_for, shaft_end
@@ -31,6 +30,7 @@ from vnc_use.record.report.model import (
 from vnc_use.record.report.player import PLAYER_CSS, player, seek_button
 from vnc_use.record.video import read_segments
 from vnc_use.status import RunStatus
+from vnc_use.version import __version__
 
 __all__ = ["STATUS_TEXT", "render_html"]
 
