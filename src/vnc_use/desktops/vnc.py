@@ -55,11 +55,18 @@ from vncdotool.client import (
     VNCDoToolFactory,
 )
 from vncdotool.keys import KEYMAP
+from vncdotool.rfb import Encoding
 from zope.interface import implementer
 
 from vnc_use.desktops.address import parse_server
 from vnc_use.desktops.base import CaptureRule, Settled
-from vnc_use.desktops.keyboard import KeyboardLimits
+from vnc_use.desktops.keyboard import (
+    KeyboardLimits,
+    KeyEvent,
+    combo_scancode_events,
+    neutral_locks,
+    scancode_events,
+)
 from vnc_use.desktops.png import encode_png
 from vnc_use.desktops.region import ScreenRegion, check_framebuffer
 from vnc_use.desktops.rfb_security import (
@@ -125,6 +132,9 @@ PIXELS_PER_PAGE = 400
 #: the screen unchanged for ``quiet`` s (a window manager's focus change redraws decorations),
 #: at most ``max_wait`` s on a screen that keeps changing.
 INPUT_SETTLE = SettlePolicy(quiet=0.05, max_wait=0.5)
+#: How :meth:`VNCController.type_text` waits after a paste before pressing Return: the app
+#: inserts the text once it has fetched it through the RDP clipboard.
+PASTE_SETTLE = SettlePolicy(quiet=0.2, max_wait=2.0)
 
 # --------------------------------------------------------------------------- keys
 
@@ -897,6 +907,8 @@ class VNCController:
     #: Limits of the keyboard path behind the server (the RDP bridge's: ASCII only, a pause
     #: before pressing a key again); None: any Unicode, at full speed.
     keyboard: KeyboardLimits | None = None
+    #: How the last :meth:`type_text` got its text in: ``"typed"`` or ``"pasted"``.
+    last_input: str = "typed"
 
     def __init__(self, *, timeout: float = 10.0, connect_timeout: float = 5.0) -> None:
         if timeout <= 0 or connect_timeout <= 0:
@@ -1279,8 +1291,15 @@ class VNCController:
         sends Return after the text.
         """
         limits = self.keyboard
+        self.last_input = "typed"
+        if limits is not None and limits.paster is not None and not limits.typeable(text):
+            self._paste_text(limits, text, press_enter, clear_first)
+            return
         if limits is not None:
             limits.refuse_untypeable(text)
+        if limits is not None and limits.scancodes and self._scancodes_ok():
+            self._type_scancodes(limits, text, press_enter, clear_first)
+            return
         events: list[tuple[int, bool]] = []
         if clear_first:
             ctrl, a, bsp = _keysym("ctrl"), _keysym("a"), _keysym("bsp")
@@ -1305,9 +1324,66 @@ class VNCController:
 
         Keys go down in order and come up in reverse order.
         """
-        syms = [_keysym(name) for name in to_vnc_keys(keys)]
+        names = to_vnc_keys(keys)
+        syms = [_keysym(name) for name in names]
+        if self.keyboard is not None and self.keyboard.scancodes and self._scancodes_ok():
+            coded = combo_scancode_events(names)
+            if coded is not None:
+                self._send_scancodes(coded, "a key combination")
+                return
         events = [(s, True) for s in syms] + [(s, False) for s in reversed(syms)]
         self._keys(events, "a key combination")
+
+    # -- the scancode path (RDP bridge) ------------------------------------- issue 30
+    def _scancodes_ok(self) -> bool:
+        """Whether the server takes QEMU extended key events (scancodes): TigerVNC does."""
+        client = self._require()
+        return _QEMU_KEYS in getattr(client, "negotiated_encodings", ())
+
+    def _type_scancodes(
+        self, limits: KeyboardLimits, text: str, press_enter: bool, clear_first: bool
+    ) -> None:
+        """Type ``text`` as US-key scancodes with Shift held where needed, the remote locks
+        made neutral first (see :mod:`vnc_use.desktops.keyboard`)."""
+        events = neutral_locks()
+        if clear_first:
+            events += combo_scancode_events(["ctrl", "a"]) or []
+            events += combo_scancode_events(["bsp"]) or []
+        for i, part in enumerate(limits.chunks(text)):
+            if i:  # the same key again: let its release land first
+                self._send_scancodes(events, "typing")
+                events = []
+                self.round_trip()
+                time.sleep(limits.repeat_gap)
+            events += scancode_events(part)
+        if press_enter:
+            events += combo_scancode_events(["enter"]) or []
+        self._send_scancodes(events, "typing")
+
+    def _send_scancodes(self, events: list[KeyEvent], what: str) -> None:
+        def run(c: _Client) -> None:
+            for sym, code, down in events:
+                c.transport.write(struct.pack("!BBHII", 255, 0, int(down), sym, code))
+
+        self._call(run, what)
+
+    def _paste_text(
+        self, limits: KeyboardLimits, text: str, press_enter: bool, clear_first: bool
+    ) -> None:
+        """Text the keyboard cannot type, through the desktop's clipboard and Ctrl+V."""
+        assert limits.paster is not None
+        if clear_first:
+            self.key_combo("control+a")
+            self.key_combo("backspace")
+
+        def press_paste() -> None:
+            self.key_combo("control+v")
+            self.settle_input(PASTE_SETTLE)  # the app inserts the text once it fetched it
+
+        limits.paster.paste(text, press_paste)
+        self.last_input = "pasted"
+        if press_enter:
+            self.key_combo("enter")
 
     def key_down(self, key: str) -> None:
         """Press and hold one key (a single model key name)."""
@@ -1435,6 +1511,10 @@ class VNCController:
                 factory.pending.cancel()  # still connecting: stop the TCP attempt
 
         reactor.callFromThread(abort)
+
+
+#: QEMU's extended key event pseudo-encoding (keys as scancodes); vncdotool announces it.
+_QEMU_KEYS = Encoding.PSEUDO_QEMU_EXTENDED_KEY_EVENT
 
 
 def _maybe_unmapped(keysym: int) -> bool:
