@@ -21,7 +21,12 @@ from typing import Any
 
 import pytest
 
-from vnc_use.desktops.keyboard import RDP_KEYBOARD
+from vnc_use.desktops.keyboard import (
+    RDP_KEYBOARD,
+    combo_scancode_events,
+    neutral_locks,
+    scancode_events,
+)
 from vnc_use.desktops.rdp import RdpTarget, TrustStore, parse_fingerprint
 from vnc_use.desktops.rdp_probe import colon_hex
 from vnc_use.errors import ConfigError
@@ -36,7 +41,8 @@ pytestmark = pytest.mark.desktop
 
 USER, PASSWORD = "alice", "Rdp-Pa55word!x"
 ASCII = "".join(chr(c) for c in range(32, 127))
-TYPED = ASCII + " Mississippi bookkeeper 1100"
+MIXED = " Mississippi Bookkeeper ABC xyz 1100"
+TYPED = ASCII + MIXED
 
 
 @pytest.fixture(scope="module")
@@ -380,6 +386,40 @@ def test_untypeable_characters_are_named_and_chunks_split_repeated_keys() -> Non
     RDP_KEYBOARD.refuse_untypeable(string.printable.replace("\x0b", "").replace("\x0c", ""))
     assert RDP_KEYBOARD.chunks("Mississippi") == ["Mis", "sis", "sip", "pi"]
     assert RDP_KEYBOARD.chunks(":;lL") == [":", ";l", "L"]
+
+
+def test_scancodes_hold_shift_and_never_caps_lock() -> None:
+    """Each character is its US key's scancode, inside a Shift press when it needs one; no
+    event is a Caps Lock except the lock taps that make the remote state neutral."""
+    events = scancode_events("aA!\t")
+    shift, caps = (0xFFE1, 0x2A), 0x3A
+    assert events == [
+        (ord("a"), 0x1E, True), (ord("a"), 0x1E, False),
+        (*shift, True), (ord("A"), 0x1E, True), (ord("A"), 0x1E, False), (*shift, False),
+        (*shift, True), (ord("!"), 0x02, True), (ord("!"), 0x02, False), (*shift, False),
+        (0xFF09, 0x0F, True), (0xFF09, 0x0F, False),
+    ]  # fmt: skip
+    typed = scancode_events(ASCII + MIXED)
+    assert all(code != caps for _sym, code, _down in typed)
+    shifted = sum(1 for ch in ASCII + MIXED if ch.isupper() or ch in '~!@#$%^&*()_+{}|:"<>?')
+    assert len(typed) == 2 * len(ASCII + MIXED) + 2 * shifted  # one Shift press per shifted
+    assert neutral_locks() == [(0xFFE5, caps, True), (0xFFE5, caps, False)]
+    assert combo_scancode_events(["ctrl", "a"]) == [
+        (0xFFE3, 0x1D, True),
+        (ord("a"), 0x1E, True),
+        (ord("a"), 0x1E, False),
+        (0xFFE3, 0x1D, False),
+    ]
+    assert combo_scancode_events(["shift", "A"]) == [
+        (*shift, True),
+        (ord("A"), 0x1E, True),
+        (ord("A"), 0x1E, False),
+        (*shift, False),
+    ]
+    assert combo_scancode_events(["ctrl", "é"]) is None  # no US key: the keysym path
+    assert (
+        RDP_KEYBOARD.scancodes and RDP_KEYBOARD.typeable(ASCII) and not RDP_KEYBOARD.typeable("é")
+    )
 
 
 def test_kept_bridge_serves_runs_and_the_live_view(

@@ -39,7 +39,6 @@ def connect_leg(
             spec.vnc_server, password, username=spec.vnc_username, ca_file=spec.vnc_ca
         )
         return desktop, None
-    from vnc_use.desktops.keyboard import RDP_KEYBOARD
     from vnc_use.desktops.rdp import RdpBridge
 
     log_path = folder.path / "freerdp.log"
@@ -48,7 +47,7 @@ def connect_leg(
     try:
         rdp = bridge.describe()
         folder.update_json("run.json", vnc_server=rdp["label"], rdp=rdp)
-        controller.keyboard = RDP_KEYBOARD
+        controller.keyboard = bridge.keyboard()
         return controller.connect(bridge.server, bridge.vnc_password), bridge
     except BaseException:
         bridge.stop()

@@ -114,11 +114,13 @@ def combo_scancode_events(names: list[str]) -> list[KeyEvent] | None:
 
 
 def neutral_locks() -> list[KeyEvent]:
-    """Caps Lock pressed twice: FreeRDP's X11 client follows each Caps Lock release with a
-    synchronize event carrying the bridge's lock state, so the last one sets the remote
-    Caps Lock, Num Lock and Scroll Lock to the bridge's (all off) whatever they were."""
+    """One Caps Lock tap; typing sends two, apart (a release and a press of the same key at
+    once are dropped by ``xfreerdp`` as auto-repeat). FreeRDP's X11 client follows each Caps
+    Lock release with a synchronize event carrying the bridge's lock state, so after the
+    second a server that honours it (xrdp) has Caps, Num and Scroll Lock off, whatever they
+    were; a server that ignores it (FreeRDP's shadow server) sees two toggles: unchanged."""
     sym, code = _CAPS_LOCK[1], _CAPS_LOCK[0]
-    return [(sym, code, True), (sym, code, False)] * 2
+    return [(sym, code, True), (sym, code, False)]
 
 
 class TextPaster(Protocol):

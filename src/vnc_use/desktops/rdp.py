@@ -58,8 +58,8 @@ from vnc_use.errors import ConfigError, VncUseError
 
 __all__ = [
     "APT_PACKAGES",
-    "PASTE_PACKAGES",
     "DEFAULT_RDP_SIZE",
+    "PASTE_PACKAGES",
     "RdpAuthError",
     "RdpBridge",
     "RdpCertificateError",

@@ -251,6 +251,26 @@ def _text_keysyms(text: str) -> list[int]:
     return [_keysym(ch) for ch in text.replace("\r\n", "\n")]
 
 
+_SHIFT_L = 0xFFE1
+
+
+def _text_events(text: str) -> list[tuple[int, bool]]:
+    """Key events typing ``text`` as keysyms; an upper-case ASCII letter inside a Shift press.
+
+    TigerVNC's Xvnc makes an upper-case keysym sent without Shift by toggling Caps Lock
+    around the key (measured, issue 30): the text arrives, but the X server's lock state flips
+    and apps see Caps Lock presses (a nested remote-desktop client forwards them). With Shift
+    held the letter's key matches as it is, on any Latin layout.
+    """
+    events: list[tuple[int, bool]] = []
+    for sym in _text_keysyms(text):
+        press = [(sym, True), (sym, False)]
+        if ord("A") <= sym <= ord("Z"):
+            press = [(_SHIFT_L, True), *press, (_SHIFT_L, False)]
+        events += press
+    return events
+
+
 # --------------------------------------------------------------------------- PNG
 
 
@@ -907,8 +927,8 @@ class VNCController:
     #: Limits of the keyboard path behind the server (the RDP bridge's: ASCII only, a pause
     #: before pressing a key again); None: any Unicode, at full speed.
     keyboard: KeyboardLimits | None = None
-    #: How the last :meth:`type_text` got its text in: ``"typed"`` or ``"pasted"``.
-    last_input: str = "typed"
+    #: How many texts :meth:`type_text` pasted (``--rdp-paste-text``) instead of typing.
+    pastes: int = 0
 
     def __init__(self, *, timeout: float = 10.0, connect_timeout: float = 5.0) -> None:
         if timeout <= 0 or connect_timeout <= 0:
@@ -1291,7 +1311,6 @@ class VNCController:
         sends Return after the text.
         """
         limits = self.keyboard
-        self.last_input = "typed"
         if limits is not None and limits.paster is not None and not limits.typeable(text):
             self._paste_text(limits, text, press_enter, clear_first)
             return
@@ -1312,8 +1331,7 @@ class VNCController:
                 events = []
                 self.round_trip()
                 time.sleep(limits.repeat_gap)
-            for sym in _text_keysyms(part):
-                events += [(sym, True), (sym, False)]
+            events += _text_events(part)
         if press_enter:
             ret = _keysym("enter")
             events += [(ret, True), (ret, False)]
@@ -1345,6 +1363,9 @@ class VNCController:
     ) -> None:
         """Type ``text`` as US-key scancodes with Shift held where needed, the remote locks
         made neutral first (see :mod:`vnc_use.desktops.keyboard`)."""
+        self._send_scancodes(neutral_locks(), "typing")
+        self.round_trip()
+        time.sleep(limits.repeat_gap)
         events = neutral_locks()
         if clear_first:
             events += combo_scancode_events(["ctrl", "a"]) or []
@@ -1381,7 +1402,7 @@ class VNCController:
             self.settle_input(PASTE_SETTLE)  # the app inserts the text once it fetched it
 
         limits.paster.paste(text, press_paste)
-        self.last_input = "pasted"
+        self.pastes += 1
         if press_enter:
             self.key_combo("enter")
 

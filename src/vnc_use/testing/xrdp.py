@@ -1,7 +1,7 @@
 """xrdp on 127.0.0.1 with a throw-away user whose session runs a program: a real RDP server
 for tests, the one Linux desktops use (Debian's ``xrdp`` + ``xorgxrdp``).
 
->>> with XrdpServer(["/usr/bin/python3", "probe.py", "--out", "ev.jsonl"]) as xrdp:  # doctest: +SKIP
+>>> with XrdpServer(["/usr/bin/python3", "probe.py"]) as xrdp:  # doctest: +SKIP
 ...     print(xrdp.address, xrdp.user, xrdp.password)   # "127.0.0.1:PORT", for --rdp
 
 What it does (as root: xrdp, xrdp-sesman and the user need it):
@@ -25,6 +25,7 @@ Packages: ``xrdp``, ``xorgxrdp``.
 
 from __future__ import annotations
 
+import configparser
 import contextlib
 import os
 import pwd
@@ -43,8 +44,18 @@ from vnc_use.desktops.xserver import free_port, port_open, stop_process
 __all__ = ["SESMAN_PORT", "XrdpError", "XrdpServer"]
 
 _INSTALL_HINT = "apt-get install xrdp xorgxrdp"
-SESMAN_PORT = 3350
-"""The port xrdp 0.9 connects to sesman on (its sesman.ini's ``ListenPort``)."""
+def _sesman_port() -> int:
+    """The port xrdp 0.9 connects to sesman on: ``ListenPort`` of the *system's*
+    ``/etc/xrdp/sesman.ini`` (a path compiled into xrdp), 3350 by default."""
+    parser = configparser.ConfigParser(strict=False, interpolation=None)
+    with contextlib.suppress(OSError, configparser.Error):
+        parser.read("/etc/xrdp/sesman.ini")
+    value = parser.get("Globals", "ListenPort", fallback="3350").strip()
+    return int(value) if value.isdigit() else 3350
+
+
+SESMAN_PORT = _sesman_port()
+"""The port xrdp connects to sesman on (our private sesman listens there)."""
 
 _XRDP_INI = """\
 [Globals]
@@ -188,6 +199,12 @@ class XrdpServer(Service):
         assert self.tmpdir is not None
         return self.tmpdir / "cert.pem"
 
+    @property
+    def xrdp_log(self) -> Path:
+        """xrdp's log (at ``log_level``: DEBUG names the user name each client supplied)."""
+        assert self.tmpdir is not None
+        return self.tmpdir / "xrdp.log"
+
     def log_text(self) -> str:
         """xrdp's and sesman's logs (for failure messages)."""
         if self.tmpdir is None:
@@ -206,7 +223,10 @@ class XrdpServer(Service):
         if os.geteuid() != 0:
             raise XrdpError("XrdpServer needs root (it creates a user and runs sesman)")
         if _sesman_listening():
-            raise XrdpError(f"port {SESMAN_PORT} is taken: is another xrdp-sesman running?")
+            raise XrdpError(
+                f"port {SESMAN_PORT} (sesman) is taken: is the system's xrdp-sesman running? "
+                "stop it (service xrdp stop) for the tests"
+            )
         self.tmpdir = Path(tempfile.mkdtemp(prefix="vnc-use-xrdp-"))
         self.tmpdir.chmod(0o755)
         self.port = self.port or free_port()
@@ -214,11 +234,20 @@ class XrdpServer(Service):
             self._create_user()
             self._write_config()
             self._sockdir()
-            self._sesman = self._popen([programs["xrdp-sesman"], "--nodaemon", "--config",
-                                        str(self.tmpdir / "sesman.ini")], "sesman.out")
+            self._sesman = self._popen(
+                [
+                    programs["xrdp-sesman"],
+                    "--nodaemon",
+                    "--config",
+                    str(self.tmpdir / "sesman.ini"),
+                ],
+                "sesman.out",
+            )
             self._wait(_sesman_listening, self._sesman, "xrdp-sesman")
-            self._xrdp = self._popen([programs["xrdp"], "--nodaemon", "--config",
-                                      str(self.tmpdir / "xrdp.ini")], "xrdp.out")
+            self._xrdp = self._popen(
+                [programs["xrdp"], "--nodaemon", "--config", str(self.tmpdir / "xrdp.ini")],
+                "xrdp.out",
+            )
             self._wait(lambda: port_open(self.port), self._xrdp, "xrdp")
         except BaseException:
             self.stop()
@@ -261,7 +290,11 @@ class XrdpServer(Service):
         env = [f"DISPLAY={display}", f"XAUTHORITY={xauthority}", "PATH=/usr/bin:/bin"]
         result = subprocess.run(
             ["runuser", "-u", self.user, "--", "env", "-i", *env, *argv],
-            input=stdin, capture_output=True, text=True, timeout=15, check=False,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=15,
+            check=False,
         )
         if result.returncode != 0:
             raise XrdpError(f"{argv[0]} in the session failed: {result.stderr.strip()}")
@@ -293,8 +326,7 @@ class XrdpServer(Service):
         return pwd.getpwnam(self.user).pw_gid
 
     def _create_user(self) -> None:
-        result = _run(["useradd", "--create-home", "--user-group", "--shell", "/bin/sh",
-                       self.user])
+        result = _run(["useradd", "--create-home", "--user-group", "--shell", "/bin/sh", self.user])
         if result.returncode != 0:
             raise XrdpError(f"could not create the user {self.user}: {result.stderr.strip()}")
         entry = pwd.getpwnam(self.user)
@@ -322,8 +354,13 @@ class XrdpServer(Service):
         (self.tmpdir / "key.pem").chmod(0o600)
         folder = str(self.tmpdir)
         (self.tmpdir / "xrdp.ini").write_text(
-            _XRDP_INI.format(port=self.port, cert=self.cert_path, key=self.tmpdir / "key.pem",
-                             folder=folder, log_level=self.log_level)
+            _XRDP_INI.format(
+                port=self.port,
+                cert=self.cert_path,
+                key=self.tmpdir / "key.pem",
+                folder=folder,
+                log_level=self.log_level,
+            )
         )
         (self.tmpdir / "sesman.ini").write_text(
             _SESMAN_INI.format(sesman_port=SESMAN_PORT, folder=folder)
@@ -341,7 +378,11 @@ class XrdpServer(Service):
         env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
         with open(self.tmpdir / log_name, "ab") as out:
             return subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env,
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=env,
                 cwd=self.tmpdir,
             )
 
