@@ -24,7 +24,6 @@ import pytest
 from vnc_use.desktops.keyboard import (
     RDP_KEYBOARD,
     combo_scancode_events,
-    neutral_locks,
     scancode_events,
 )
 from vnc_use.desktops.rdp import RdpTarget, TrustStore, parse_fingerprint
@@ -390,7 +389,7 @@ def test_untypeable_characters_are_named_and_chunks_split_repeated_keys() -> Non
 
 def test_scancodes_hold_shift_and_never_caps_lock() -> None:
     """Each character is its US key's scancode, inside a Shift press when it needs one; no
-    event is a Caps Lock except the lock taps that make the remote state neutral."""
+    event is a Caps Lock."""
     events = scancode_events("aA!\t")
     shift, caps = (0xFFE1, 0x2A), 0x3A
     assert events == [
@@ -403,7 +402,6 @@ def test_scancodes_hold_shift_and_never_caps_lock() -> None:
     assert all(code != caps for _sym, code, _down in typed)
     shifted = sum(1 for ch in ASCII + MIXED if ch.isupper() or ch in '~!@#$%^&*()_+{}|:"<>?')
     assert len(typed) == 2 * len(ASCII + MIXED) + 2 * shifted  # one Shift press per shifted
-    assert neutral_locks() == [(0xFFE5, caps, True), (0xFFE5, caps, False)]
     assert combo_scancode_events(["ctrl", "a"]) == [
         (0xFFE3, 0x1D, True),
         (ord("a"), 0x1E, True),

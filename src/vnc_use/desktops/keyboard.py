@@ -11,8 +11,9 @@ US keyboard key and sends no Unicode input events. Two things follow, both measu
   after each), and xrdp received each toggle twice, so ``M`` arrived as ``m``. On the RDP
   path every key is therefore sent as the *scancode* of its US key (QEMU's extended key
   event, which Xvnc presses as that key, with no keysym lookup and no faked modifiers), with
-  Shift held when the character needs it (:func:`scancode_events`), and the remote lock state
-  is made neutral before typing (:func:`neutral_locks`);
+  Shift held when the character needs it (:func:`scancode_events`). No lock key is ever sent:
+  the remote lock state is the one FreeRDP's synchronize event set when the bridge connected
+  (the bridge's: all off; measured on xrdp, which honours it), and typing never changes it;
 * ``xfreerdp`` reads a key's release followed at once by a press of the *same key* as
   auto-repeat and drops the pair (``hello`` arrived as ``helo``, ``:;`` as ``:``). Typing
   therefore waits for a round trip and :attr:`KeyboardLimits.repeat_gap` before pressing
@@ -32,7 +33,6 @@ __all__ = [
     "KeyboardLimits",
     "TextPaster",
     "combo_scancode_events",
-    "neutral_locks",
     "scancode_events",
     "us_key",
 ]
@@ -65,7 +65,6 @@ _NAMED_SCANCODES: dict[str, tuple[int, int]] = {
     "f11": (0x57, 0xFFC8), "f12": (0x58, 0xFFC9),
 }  # fmt: skip
 _SHIFT = _NAMED_SCANCODES["shift"]
-_CAPS_LOCK = (0x3A, 0xFFE5)
 
 KeyEvent = tuple[int, int, bool]
 """One key event on the scancode path: ``(keysym, scancode, down)``."""
@@ -113,16 +112,6 @@ def combo_scancode_events(names: list[str]) -> list[KeyEvent] | None:
     return [(s, c, True) for s, c in keys] + [(s, c, False) for s, c in reversed(keys)]
 
 
-def neutral_locks() -> list[KeyEvent]:
-    """One Caps Lock tap; typing sends two, apart (a release and a press of the same key at
-    once are dropped by ``xfreerdp`` as auto-repeat). FreeRDP's X11 client follows each Caps
-    Lock release with a synchronize event carrying the bridge's lock state, so after the
-    second a server that honours it (xrdp) has Caps, Num and Scroll Lock off, whatever they
-    were; a server that ignores it (FreeRDP's shadow server) sees two toggles: unchanged."""
-    sym, code = _CAPS_LOCK[1], _CAPS_LOCK[0]
-    return [(sym, code, True), (sym, code, False)]
-
-
 class TextPaster(Protocol):
     """Puts text the keyboard path cannot type into the desktop through its clipboard."""
 
@@ -140,7 +129,7 @@ class KeyboardLimits:
     why: str
     """Why other characters cannot be typed (ends the one-line refusal)."""
     scancodes: bool = False
-    """Send keys as scancodes with Shift held (never a Caps Lock toggle), locks neutral first."""
+    """Send keys as scancodes with Shift held, never a lock key (no Caps Lock toggle)."""
     paster: TextPaster | None = None
     """Pastes text the keyboard cannot type (``--rdp-paste-text``); None: such text is refused."""
 

@@ -64,7 +64,6 @@ from vnc_use.desktops.keyboard import (
     KeyboardLimits,
     KeyEvent,
     combo_scancode_events,
-    neutral_locks,
     scancode_events,
 )
 from vnc_use.desktops.png import encode_png
@@ -1361,12 +1360,9 @@ class VNCController:
     def _type_scancodes(
         self, limits: KeyboardLimits, text: str, press_enter: bool, clear_first: bool
     ) -> None:
-        """Type ``text`` as US-key scancodes with Shift held where needed, the remote locks
-        made neutral first (see :mod:`vnc_use.desktops.keyboard`)."""
-        self._send_scancodes(neutral_locks(), "typing")
-        self.round_trip()
-        time.sleep(limits.repeat_gap)
-        events = neutral_locks()
+        """Type ``text`` as US-key scancodes with Shift held where needed, never a lock key
+        (see :mod:`vnc_use.desktops.keyboard`)."""
+        events: list[KeyEvent] = []
         if clear_first:
             events += combo_scancode_events(["ctrl", "a"]) or []
             events += combo_scancode_events(["bsp"]) or []

@@ -44,6 +44,8 @@ from vnc_use.desktops.xserver import free_port, port_open, stop_process
 __all__ = ["SESMAN_PORT", "XrdpError", "XrdpServer"]
 
 _INSTALL_HINT = "apt-get install xrdp xorgxrdp"
+
+
 def _sesman_port() -> int:
     """The port xrdp 0.9 connects to sesman on: ``ListenPort`` of the *system's*
     ``/etc/xrdp/sesman.ini`` (a path compiled into xrdp), 3350 by default."""
@@ -307,6 +309,16 @@ class XrdpServer(Service):
     def clipboard(self) -> str:
         """The session's clipboard, as text."""
         return self.session_run(["xclip", "-selection", "clipboard", "-o", "-t", "UTF8_STRING"])
+
+    def set_caps_lock(self, on: bool) -> None:
+        """Lock (or unlock) Caps Lock in the session's X server, from inside the session (as
+        a person at that desktop would), with no key event through RDP."""
+        script = (
+            "import ctypes; x = ctypes.CDLL('libX11.so.6'); "
+            "x.XOpenDisplay.restype = ctypes.c_void_p; d = ctypes.c_void_p(x.XOpenDisplay(None)); "
+            f"x.XkbLockModifiers(d, 0x100, 2, {2 if on else 0}); x.XSync(d, 0)"
+        )
+        self.session_run(["/usr/bin/python3", "-c", script])
 
     def user_path(self, name: str) -> Path:
         """A path in the user's home (for files the session writes, e.g. an event log)."""
