@@ -228,6 +228,8 @@ def command_rdp(args: argparse.Namespace) -> int:
     print(f"RDP bridge {what}: {rdp['label']} at {state['server']} (display {state['display']})")
     if rdp.get("cert_sha256"):
         print(f"  certificate:      SHA-256 {rdp['cert_sha256']} ({rdp.get('cert_trust')})")
+    if rdp.get("nla") is False:
+        print(f"  login:            {rdp.get('protocol')} without NLA: the server checks it itself")
     print(f"  watch it live:    vnc-use view --vnc {state['server']}")
     print(f'  give it a task:   vnc-use run --rdp {state["target"]} --task "..."')
     print(f"  FreeRDP's log:    {kept.log_path}")
