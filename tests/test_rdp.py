@@ -645,6 +645,12 @@ def test_a_run_spec_names_the_rdp_server_and_never_its_password() -> None:
     assert spec.rdp_options().target == RdpTarget("winbox", 3389)
     assert RunSpec.from_context({"rdp_server": "[::1]:3390"}).desktop_key == "[::1]::3390"
     assert RunSpec().rdp_options() is None and RunSpec().desktop_key == "localhost::5901"
+    opts = spec.rdp_options()
+    assert not opts.paste_text and not opts.allow_unverified_login
+    both = {"rdp_paste_text": True, "rdp_allow_unverified_login": True}
+    opts = RunSpec.from_context({"rdp_server": "winbox", **both}).rdp_options()
+    assert opts.paste_text and opts.allow_unverified_login
+    assert opts.to_json()["paste_text"] is True  # run.json keeps it for resume
     with pytest.raises(ConfigError, match="never send a secret"):
         RunSpec.from_context({"rdp_server": "winbox", "rdp_password": "x"})
     for bad in ({"rdp_server": "a b"}, {"rdp_server": "w", "rdp_size": "big"}):
