@@ -148,6 +148,7 @@ param=.xorgxrdp.%s.log
 [Chansrv]
 FuseMountName=thinclient_drives
 FileUmask=077
+EnableFuseMount=false
 
 [ChansrvLogging]
 LogLevel=INFO
@@ -264,9 +265,13 @@ class XrdpServer(Service):
                 stop_process(proc)
         self._xrdp = self._sesman = None
         self._kill_user_processes()
+        self._unmount_home()
         if self._uid >= 0:
             _run(["userdel", "--remove", "--force", self.user])
             self._uid = -1
+        if self.home is not None and self.home.name == self.user:  # userdel may leave it
+            shutil.rmtree(self.home, ignore_errors=True)
+            self.home = None
         if self.tmpdir is not None:
             shutil.rmtree(self.tmpdir, ignore_errors=True)
             self.tmpdir = None
@@ -405,6 +410,16 @@ class XrdpServer(Service):
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise XrdpError(f"{name} did not start:\n{self.log_text()[-2000:]}")
             time.sleep(0.05)
+
+    def _unmount_home(self) -> None:
+        """Unmount what the session left mounted in the home (chansrv's FUSE folder, should
+        a config turn it on): userdel cannot remove a home with a stale mount in it."""
+        if self.home is None:
+            return
+        for line in Path("/proc/mounts").read_text().splitlines():
+            parts = line.split()
+            if len(parts) > 1 and parts[1].startswith(f"{self.home}/"):
+                _run(["umount", "-l", parts[1]])
 
     def _kill_user_processes(self) -> None:
         """End every process of the throw-away user (its session) by PID: SIGTERM (Xorg
