@@ -21,7 +21,11 @@ from typing import Any
 
 import pytest
 
-from vnc_use.desktops.keyboard import RDP_KEYBOARD
+from vnc_use.desktops.keyboard import (
+    RDP_KEYBOARD,
+    combo_scancode_events,
+    scancode_events,
+)
 from vnc_use.desktops.rdp import RdpTarget, TrustStore, parse_fingerprint
 from vnc_use.desktops.rdp_probe import colon_hex
 from vnc_use.errors import ConfigError
@@ -36,7 +40,8 @@ pytestmark = pytest.mark.desktop
 
 USER, PASSWORD = "alice", "Rdp-Pa55word!x"
 ASCII = "".join(chr(c) for c in range(32, 127))
-TYPED = ASCII + " Mississippi bookkeeper 1100"
+MIXED = " Mississippi Bookkeeper ABC xyz 1100"
+TYPED = ASCII + MIXED
 
 
 @pytest.fixture(scope="module")
@@ -382,6 +387,39 @@ def test_untypeable_characters_are_named_and_chunks_split_repeated_keys() -> Non
     assert RDP_KEYBOARD.chunks(":;lL") == [":", ";l", "L"]
 
 
+def test_scancodes_hold_shift_and_never_caps_lock() -> None:
+    """Each character is its US key's scancode, inside a Shift press when it needs one; no
+    event is a Caps Lock."""
+    events = scancode_events("aA!\t")
+    shift, caps = (0xFFE1, 0x2A), 0x3A
+    assert events == [
+        (ord("a"), 0x1E, True), (ord("a"), 0x1E, False),
+        (*shift, True), (ord("A"), 0x1E, True), (ord("A"), 0x1E, False), (*shift, False),
+        (*shift, True), (ord("!"), 0x02, True), (ord("!"), 0x02, False), (*shift, False),
+        (0xFF09, 0x0F, True), (0xFF09, 0x0F, False),
+    ]  # fmt: skip
+    typed = scancode_events(ASCII + MIXED)
+    assert all(code != caps for _sym, code, _down in typed)
+    shifted = sum(1 for ch in ASCII + MIXED if ch.isupper() or ch in '~!@#$%^&*()_+{}|:"<>?')
+    assert len(typed) == 2 * len(ASCII + MIXED) + 2 * shifted  # one Shift press per shifted
+    assert combo_scancode_events(["ctrl", "a"]) == [
+        (0xFFE3, 0x1D, True),
+        (ord("a"), 0x1E, True),
+        (ord("a"), 0x1E, False),
+        (0xFFE3, 0x1D, False),
+    ]
+    assert combo_scancode_events(["shift", "A"]) == [
+        (*shift, True),
+        (ord("A"), 0x1E, True),
+        (ord("A"), 0x1E, False),
+        (*shift, False),
+    ]
+    assert combo_scancode_events(["ctrl", "é"]) is None  # no US key: the keysym path
+    assert (
+        RDP_KEYBOARD.scancodes and RDP_KEYBOARD.typeable(ASCII) and not RDP_KEYBOARD.typeable("é")
+    )
+
+
 def test_kept_bridge_serves_runs_and_the_live_view(
     rdp_probe: Probe, open_rdp: RdpShadowServer, gemini: GeminiStandIn, tmp_path: Path
 ) -> None:
@@ -607,6 +645,12 @@ def test_a_run_spec_names_the_rdp_server_and_never_its_password() -> None:
     assert spec.rdp_options().target == RdpTarget("winbox", 3389)
     assert RunSpec.from_context({"rdp_server": "[::1]:3390"}).desktop_key == "[::1]::3390"
     assert RunSpec().rdp_options() is None and RunSpec().desktop_key == "localhost::5901"
+    opts = spec.rdp_options()
+    assert not opts.paste_text and not opts.allow_unverified_login
+    both = {"rdp_paste_text": True, "rdp_allow_unverified_login": True}
+    opts = RunSpec.from_context({"rdp_server": "winbox", **both}).rdp_options()
+    assert opts.paste_text and opts.allow_unverified_login
+    assert opts.to_json()["paste_text"] is True  # run.json keeps it for resume
     with pytest.raises(ConfigError, match="never send a secret"):
         RunSpec.from_context({"rdp_server": "winbox", "rdp_password": "x"})
     for bad in ({"rdp_server": "a b"}, {"rdp_server": "w", "rdp_size": "big"}):
