@@ -19,11 +19,12 @@ from typing import Any
 import pytest
 
 import vnc_use.testing.probe as probe_module
-from tests.desktops.test_rdp import ASCII, MIXED, Watched, _call, _env, _one_line
 from vnc_use.desktops.rdp import RdpBridge, RdpOptions, RdpTarget, TrustStore
 from vnc_use.testing.gemini_standin import FunctionCallSpec, GeminiStandIn, Reply
 from vnc_use.testing.probe import ProbeLog
 from vnc_use.testing.xrdp import XrdpServer
+
+from rdp_tools import ASCII, MIXED, Watched, call_at, one_line, rdp_env
 
 pytestmark = pytest.mark.desktop
 
@@ -51,7 +52,7 @@ class XrdpDesktop:
 
     def env(self, tmp_path: Path, password: str | None = None) -> dict[str, str]:
         extra = {"RDP_PASSWORD": password} if password is not None else {}
-        return _env(tmp_path, **extra)
+        return rdp_env(tmp_path, **extra)
 
 
 @pytest.fixture(scope="module")
@@ -101,11 +102,13 @@ def test_four_steps_on_xrdp_type_exactly_without_caps_lock(
     desk.server.set_caps_lock(True)
     size, entry = desk.size, desk.entry_center
     gemini.script(
-        Reply.calls(_call("click_at", desk.canvas_point(), size)),
-        Reply.calls(_call("type_text_at", entry, size, text=ASCII + MIXED, press_enter=True)),
+        Reply.calls(call_at("click_at", desk.canvas_point(), size)),
+        Reply.calls(call_at("type_text_at", entry, size, text=ASCII + MIXED, press_enter=True)),
         Reply.calls(FunctionCallSpec("key_combination", keys="control+a")),
-        Reply.calls(_call("scroll_at", desk.canvas_point(), size, direction="down", magnitude=200)),
-        Reply.calls(_call("type_text_at", entry, size, text=UNICODE)),
+        Reply.calls(
+            call_at("scroll_at", desk.canvas_point(), size, direction="down", magnitude=200)
+        ),
+        Reply.calls(call_at("type_text_at", entry, size, text=UNICODE)),
         Reply.text("All four done."),
     )
     args = _user_args(desk, tmp_path, "--rdp-allow-unverified-login", "--thread-id", "x1")
@@ -135,7 +138,7 @@ def test_credentials_for_xrdp_are_refused_before_connecting(
     before = len(desk.server.xrdp_log.read_text())
     run = Watched([*_user_args(desk, tmp_path), "--task", "t"], env, "not-the-password")
     assert run.returncode == 1, run.stdout + run.stderr
-    line = _one_line(run.stderr)
+    line = one_line(run.stderr)
     assert "without NLA" in line and "--rdp-allow-unverified-login" in line, line
     assert run.seconds < 15
     assert gemini.requests == [] and desk.log.events() == []
@@ -144,7 +147,7 @@ def test_credentials_for_xrdp_are_refused_before_connecting(
         ["desktop", "rdp", desk.server.address, "--rdp-user", desk.server.user], env, None
     )
     assert kept.returncode == 1 and "started" not in kept.stdout
-    assert "--rdp-allow-unverified-login" in _one_line(kept.stderr)
+    assert "--rdp-allow-unverified-login" in one_line(kept.stderr)
     # two negotiations (vnc-use's security probe), no login: xrdp logged no client name
     assert "computer name" not in desk.server.xrdp_log.read_text()[before:]
 
@@ -183,7 +186,7 @@ def test_paste_text_puts_unicode_on_xrdp_and_restores_the_clipboard(
     def script(_request: Any, index: int) -> Reply:
         if index == 0:  # someone copied something in the session
             desk.server.set_clipboard("held before ✓")
-            return Reply.calls(_call("type_text_at", entry, size, text=UNICODE, press_enter=True))
+            return Reply.calls(call_at("type_text_at", entry, size, text=UNICODE, press_enter=True))
         seen.append(desk.server.clipboard())
         return Reply.text("Typed.")
 
