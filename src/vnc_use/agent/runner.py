@@ -51,7 +51,8 @@ from vnc_use.providers.base import Planner
 from vnc_use.providers.registry import make_planner
 from vnc_use.record import run_record
 from vnc_use.record.folder import RunFolder, check_thread_id
-from vnc_use.record.report import ReportOnRunEnd
+from vnc_use.record.report import ReportOnRunEnd, write_report_safely
+from vnc_use.record.video import DEFAULT_VIDEO_FPS, VideoRecorder
 from vnc_use.replay.compare import DEFAULT_TOLERANCE
 from vnc_use.store.journal import import_jsonl
 from vnc_use.store.lease import DEFAULT_LEASE_TIMEOUT
@@ -159,6 +160,8 @@ class VncUseAgent:
         keyboard: KeyboardLimits | None = None,
         rdp: Mapping[str, Any] | None = None,
         lost_reason: Callable[[], str | None] | None = None,
+        video: bool = True,
+        video_fps: float = DEFAULT_VIDEO_FPS,
     ) -> None:
         self.settings = _settings(
             settings,
@@ -174,6 +177,12 @@ class VncUseAgent:
         if not lease_timeout >= 0:
             raise ConfigError(f"lease_timeout must be 0 or more seconds, got {lease_timeout}")
         self.lease_timeout = float(lease_timeout)
+        if video and not video_fps > 0:
+            raise ConfigError(f"video_fps must be positive, got {video_fps} (--video-fps)")
+        #: Record each leg of a run on a VNC desktop into the run folder's video.mp4.
+        self.video = bool(video)
+        self.video_fps = float(video_fps)
+        self._recorder: VideoRecorder | None = None
         if desktop is not None:
             _refuse_vnc_options_with_a_desktop(
                 vnc_server=vnc_server,
@@ -549,12 +558,17 @@ class VncUseAgent:
 
     def _invoke(self, inp: Any, thread_id: str, folder: RunFolder) -> RunResult:
         """Run the graph; reconnect and continue when the desktop drops out for a while."""
-        error: str | None = None
-        interrupted = False
         self._stop.clear()
-        deadline: float | None = None
         journal = self.storage.journal(thread_id)
         import_jsonl(journal, folder.path / "journal.jsonl")  # a run of an older version
+        with self._recording(folder):
+            return self._legs(inp, thread_id, folder, journal)
+
+    def _legs(self, inp: Any, thread_id: str, folder: RunFolder, journal: Any) -> RunResult:
+        """The graph's invocations of one leg: again after each reconnect."""
+        error: str | None = None
+        interrupted = False
+        deadline: float | None = None
         while True:
             self._control = RunControl()
             try:
@@ -567,6 +581,7 @@ class VncUseAgent:
                     secrets=self.sensitive_text,
                     stop=self._stop,
                 )
+                self._record_video_of(ctx.desktop)
                 # "sync": each step's checkpoint is on disk before the next step starts, so
                 # a process killed at any point resumes from the step it was in.
                 graph = build_graph(live=ctx).compile(checkpointer=self.checkpointer)
@@ -609,6 +624,33 @@ class VncUseAgent:
                 self._control = None
             break
         return self._result(thread_id, folder, error=error, interrupted=interrupted)
+
+    @contextlib.contextmanager
+    def _recording(self, folder: RunFolder) -> Iterator[None]:
+        """Record the leg into the run folder's video (a new segment), when on (VNC only)."""
+        if not self.video or self.vnc_server is None:
+            yield
+            return
+        recorder = VideoRecorder(folder.path, self.video_fps).start()
+        self._recorder = recorder
+        try:
+            yield
+        finally:
+            self._recorder = None
+            if self._controller is not None:
+                self._controller.stop_recording()
+            recorder.close()
+            if recorder.error:  # the run went on, but its video is cut short: say so
+                folder.event("video_failed", message=f"the video stopped: {recorder.error}")
+            if recorder.frames:  # the report written at the leg's end plays it complete
+                write_report_safely(folder)
+
+    def _record_video_of(self, desktop: Desktop) -> None:
+        """Feed the leg's video from this VNC connection (again after a reconnect)."""
+        from vnc_use.desktops.vnc import VNCController
+
+        if self._recorder is not None and isinstance(desktop, VNCController):
+            desktop.start_recording(self._recorder)
 
     def _reconnect(self, deadline: float, folder: RunFolder) -> bool:
         """Try to reconnect with backoff until ``deadline``; False when it stays down."""

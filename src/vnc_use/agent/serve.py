@@ -47,7 +47,8 @@ from vnc_use.desktops.service import Service
 from vnc_use.errors import ConfigError, ServedRunError, VncUseError
 from vnc_use.record import run_record
 from vnc_use.record.folder import RunFolder
-from vnc_use.record.report import ReportOnRunEnd
+from vnc_use.record.report import ReportOnRunEnd, write_report_safely
+from vnc_use.record.video import VideoRecorder, record_desktop, stop_recording
 from vnc_use.store.lease import Lease
 from vnc_use.store.storage import Storage, open_storage
 
@@ -70,6 +71,8 @@ class LiveRun:
     spec: RunSpec
     bridge: Service | None = None
     """The leg's RDP bridge (a spec with ``rdp_server``), stopped by :meth:`close`."""
+    recorder: VideoRecorder | None = None
+    """The leg's video segment (``spec.video``), finished by :meth:`close`."""
 
     @property
     def folder(self) -> RunFolder:
@@ -124,6 +127,9 @@ class LiveRun:
         """Disconnect from the desktop, give its lease back and close the journal (blocking:
         call it off the event loop)."""
         try:
+            stop_recording(self.desktop, self.recorder)
+            if self.recorder is not None and self.recorder.frames:
+                write_report_safely(self.folder)  # the report plays the finished segment
             disconnect = getattr(self.desktop, "disconnect", None)
             if callable(disconnect):
                 disconnect()
@@ -164,6 +170,7 @@ def open_live(spec: RunSpec, thread_id: str) -> LiveRun:
             record = {"thread_id": thread_id, "kind": "served", "served": True, **spec.to_json()}
             run_record.write(folder, run_record.RunRecord.from_json(record))
         desktop, bridge = connect_leg(spec, password, folder)  # an RDP spec: a bridge too
+        recorder = record_desktop(desktop, folder.path, spec.video_fps) if spec.video else None
     except BaseException:
         try:
             lease.release()
@@ -180,7 +187,13 @@ def open_live(spec: RunSpec, thread_id: str) -> LiveRun:
         stop=threading.Event(),
     )
     return LiveRun(
-        context=ctx, desktop=desktop, storage=storage, lease=lease, spec=spec, bridge=bridge
+        context=ctx,
+        desktop=desktop,
+        storage=storage,
+        lease=lease,
+        spec=spec,
+        bridge=bridge,
+        recorder=recorder,
     )
 
 

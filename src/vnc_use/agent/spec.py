@@ -76,6 +76,15 @@ class RunSpec:
     """The remote session's size, ``WxH`` (default 1280x800)."""
     rdp_cert_fingerprint: str | None = None
     """The SHA-256 the RDP server's certificate must have (default: trust on first use)."""
+    rdp_paste_text: bool = False
+    """Text the RDP keyboard cannot type goes through the RDP clipboard and a paste."""
+    rdp_allow_unverified_login: bool = False
+    """Give the credentials to an RDP server without NLA (which checks them in its own login
+    screen, so a wrong password cannot be told from a desktop)."""
+    video: bool = True
+    """Record each leg into the run folder's ``video.mp4`` (VNC desktops; ``--no-video``)."""
+    video_fps: float = 10.0
+    """The video's highest frame rate (``--video-fps``)."""
 
     @classmethod
     def from_context(cls, context: Any) -> RunSpec:
@@ -103,6 +112,8 @@ class RunSpec:
             raise ConfigError(f"step_limit must be at least 1, got {self.step_limit}")
         if not self.seconds_timeout > 0:
             raise ConfigError(f"seconds_timeout must be positive, got {self.seconds_timeout}")
+        if not self.video_fps > 0:
+            raise ConfigError(f"video_fps must be positive, got {self.video_fps} (--video-fps)")
         if not self.connect_timeout > 0:
             raise ConfigError(f"connect_timeout must be positive, got {self.connect_timeout}")
         for name in self.sensitive_names:
@@ -126,6 +137,8 @@ class RunSpec:
             size=parse_size(self.rdp_size) if self.rdp_size else DEFAULT_RDP_SIZE,
             fingerprint=parse_fingerprint(pin) if pin else None,
             connect_timeout=self.connect_timeout,
+            allow_unverified_login=self.rdp_allow_unverified_login,
+            paste_text=self.rdp_paste_text,
         )
 
     @property

@@ -25,7 +25,7 @@ from typing import Any
 from vnc_use import config
 from vnc_use.cli import fleet as fleet_commands
 from vnc_use.cli import rdp as rdp_commands
-from vnc_use.cli.common import EXIT_DONE, EXIT_ERROR, EXIT_INTERRUPTED
+from vnc_use.cli.common import EXIT_DONE, EXIT_ERROR, EXIT_INTERRUPTED, add_video_options
 from vnc_use.desktops.local import parse_size
 from vnc_use.errors import ConfigError
 
@@ -108,6 +108,7 @@ def register(sub: Any) -> None:
     p.add_argument("--keep-screenshots", type=int, default=None, metavar="N")
     p.add_argument("--exclude", nargs="+", default=[], metavar="NAME", help="actions to forbid")
     p.add_argument("--quiet", action="store_true", help="print only the summary")
+    add_video_options(p)
     fleet_commands.add_fleet_options(p, run=True)
     p.set_defaults(func=command)
 
@@ -132,6 +133,8 @@ def _agent_options(args: argparse.Namespace) -> dict[str, Any]:
         "api_version": args.api_version,
         "keep_screenshots": args.keep_screenshots,
         "excluded_actions": args.exclude or None,
+        "video": not args.no_video,
+        "video_fps": args.video_fps,
     }
     return {k: v for k, v in options.items() if v is not None}
 

@@ -91,6 +91,8 @@ def _spec(args: argparse.Namespace) -> dict[str, Any]:
         excluded_actions=list(args.exclude),
         sensitive_names=list(args.sensitive),
         lease_timeout=args.lease_timeout,
+        video=not args.no_video,
+        video_fps=args.video_fps,
     )
     spec.check()
     return spec.to_json()

@@ -19,7 +19,7 @@ from typing import Any
 
 from vnc_use import config
 from vnc_use.cli import rdp as rdp_commands
-from vnc_use.cli.common import EXIT_DONE, add_runs_dir
+from vnc_use.cli.common import EXIT_DONE, add_runs_dir, add_video_options
 from vnc_use.errors import ConfigError
 
 __all__ = ["DEFAULT_PORT", "command", "register"]
@@ -62,6 +62,7 @@ def register(sub: Any) -> None:
         p, default_help="instead of --vnc; the bridge lives as long as the server"
     )
     add_runs_dir(p)
+    add_video_options(p)
     p.set_defaults(func=command)
 
 
@@ -150,7 +151,14 @@ def _serve(args: argparse.Namespace, mcp_server: Any, target: Any, thread_id: st
     from vnc_use.mcp_server.session import DesktopSession
 
     secret_values = config.secret_values()  # RDP_PASSWORD among them
-    session = DesktopSession(target, args.runs_dir, secrets=secret_values, thread_id=thread_id)
+    session = DesktopSession(
+        target,
+        args.runs_dir,
+        secrets=secret_values,
+        thread_id=thread_id,
+        video=not args.no_video,
+        video_fps=args.video_fps,
+    )
     server = mcp_server.build_server(session)
     try:
         if args.transport == "stdio":

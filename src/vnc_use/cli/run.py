@@ -20,7 +20,7 @@ from vnc_use.cli import progress
 from vnc_use.cli import rdp as rdp_commands
 from vnc_use.cli import server as server_commands
 from vnc_use.cli.ask import ask_approval
-from vnc_use.cli.common import EXIT_CODES, EXIT_ERROR, add_runs_dir
+from vnc_use.cli.common import EXIT_CODES, EXIT_ERROR, add_runs_dir, add_video_options
 from vnc_use.desktops.region import ScreenRegion
 from vnc_use.errors import ConfigError
 from vnc_use.replay.compare import DEFAULT_TOLERANCE
@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # langgraph is imported when a run starts, not before (an RDP
 
 def _common(p: argparse.ArgumentParser) -> None:
     add_runs_dir(p)
+    add_video_options(p)
     p.add_argument(
         "--vnc-password",
         default=None,
@@ -386,6 +387,8 @@ def _make_agent(args: argparse.Namespace, saved: dict[str, Any] | None, bridge: 
         "connect_timeout": args.connect_timeout or saved.get("connect_timeout") or 5.0,
         "checkpointer": _checkpointer(args, saved),
         "lease_timeout": args.lease_timeout,
+        "video": not args.no_video,
+        "video_fps": args.video_fps,
     }
     if bridge is not None:
         kwargs.update(rdp_commands.agent_kwargs(bridge))

@@ -109,6 +109,10 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
         rdp_domain=args.rdp_domain,
         rdp_size=args.rdp_size,
         rdp_cert_fingerprint=args.rdp_cert_fingerprint,
+        rdp_paste_text=bool(getattr(args, "rdp_paste_text", None)),
+        rdp_allow_unverified_login=bool(getattr(args, "rdp_allow_unverified_login", None)),
+        video=not args.no_video,
+        video_fps=args.video_fps,
     )
     spec.check()
     return spec

@@ -74,6 +74,8 @@ def _agent(req: LegRequest) -> VncUseAgent:
         screen_region=spec.screen_region,
         vnc_username=spec.vnc_username,
         vnc_ca=spec.vnc_ca,
+        video=spec.video,
+        video_fps=spec.video_fps,
     )
 
 

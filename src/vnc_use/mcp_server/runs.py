@@ -66,6 +66,8 @@ def _agent(session: DesktopSession, on_step: StepListener | None, **kwargs: Any)
         vnc_ca=t.ca_file,
         connect_timeout=t.connect_timeout,
         runs_dir=session.runs_dir,
+        video=session.video,
+        video_fps=session.video_fps,
         **_bridge_kwargs(session),
         on_event=_listener(on_step),
         **kwargs,
