@@ -354,3 +354,61 @@ def test_fleet_usage_problems_are_one_line(tmp_path: Path) -> None:
         done = run_cli(argv, env=env)
         assert done.returncode == 2, (argv, done.stdout, done.stderr)
         assert says in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_a_worker_told_to_stop_hands_its_leg_to_the_next_worker(
+    pg: PostgresServer, probes: list[Probe], gemini: GeminiStandIn, tmp_path: Path
+) -> None:
+    """SIGTERM: the worker ends its running leg at the step boundary (checkpointed), puts the
+    run's next leg on the queue and exits 0; a worker started later finishes the run, and the
+    submitter, following the hand-over, prints the outcome."""
+    asked = threading.Event()
+    drained = threading.Event()
+    point = (500, 900)
+
+    def script(body: dict[str, Any], index: int) -> Reply:
+        if _answered(body) == 0:
+            asked.set()
+            assert drained.wait(60)  # the model answers once the worker was told to stop
+            return Reply.calls(FunctionCallSpec("click_at", x=point[0], y=point[1]))
+        return Reply.text("clicked after the hand-over")
+
+    gemini.script(script)
+    runs = tmp_path / "fleet-runs"
+    first = WorkerProcess("C", probes[:1], pg.url, runs)
+    second: WorkerProcess | None = None
+    env = {k: v for k, v in os.environ.items() if k != "GOOGLE_API_KEY"}
+    argv = [*CLI, "run", "--fleet", pg.url, "--task", "Click #r9", "--thread-id", "drain"]
+    submitter: subprocess.Popen[str] | None = None
+    try:
+        assert first.ready.wait(90), "".join(first.lines)
+        submitter = subprocess.Popen(
+            [*argv, "--no-hitl"],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert asked.wait(90), "the run never asked the model"
+        first.proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 30
+        while "draining" not in "".join(first.lines):
+            assert time.monotonic() < deadline, "".join(first.lines)
+            time.sleep(0.05)
+        drained.set()
+        assert first.proc.wait(60) == 0, "".join(first.lines)
+        assert _presses(probes, point) == 0  # the step after the boundary did not run here
+        second = WorkerProcess("D", probes[:1], pg.url, runs)
+        out, err = submitter.communicate(timeout=120)
+        assert submitter.returncode == 0, out + err
+        assert "answer: clicked after the hand-over" in out and "on worker D" in out
+        assert _presses(probes, point) == 1
+    finally:
+        drained.set()
+        if submitter is not None and submitter.poll() is None:
+            submitter.kill()
+            submitter.wait(10)
+        for worker in (first, second):
+            if worker is not None:
+                worker.stop()
