@@ -18,6 +18,7 @@ from vnc_use.errors import ConfigError, ServedRunError
 from vnc_use.status import RunStatus
 
 if TYPE_CHECKING:
+    from vnc_use.agent.costs import run_cost
     from vnc_use.agent.state import RunResult
 
 __all__ = ["GRAPH_ID", "client", "follow", "outcome", "reaching"]
@@ -98,6 +99,7 @@ def outcome(api: Any, tid: str) -> RunResult:
         steps=values.get("step", 0),
         error=error,
         pending_call=pending,
+        cost_usd=run_cost(values) if values else None,
     )
 
 

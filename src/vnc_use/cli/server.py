@@ -108,7 +108,11 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
         rdp_domain=args.rdp_domain,
         rdp_size=args.rdp_size,
         rdp_cert_fingerprint=args.rdp_cert_fingerprint,
+        max_cost=args.max_cost,
+        price=list(args.price) if args.price else None,
     )
+    if args.stall_after is not None:
+        spec.stall_after = args.stall_after
     spec.check()
     return spec
 
