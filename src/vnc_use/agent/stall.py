@@ -26,9 +26,10 @@ __all__ = ["DEFAULT_STALL_AFTER", "NEAR", "STALL_TOLERANCE", "StallCheck", "obse
 
 DEFAULT_STALL_AFTER = 4
 """Actions in a row that change nothing before the model is told (``--stall-after``)."""
-STALL_TOLERANCE = 0.05
+STALL_TOLERANCE = 0.025
 """Percent of the screen's cells that must differ for an action to count as a change: a
-blinking text cursor (two or three cells, 0.02 %) is not one; a typed word is."""
+blinking text cursor (two or three cells, 0.019 % on a 1440x900 screen) is not one; a
+typed letter (five cells) is."""
 NEAR = 15
 """Grid units (of 0-999) within which two targets are the same place."""
 CYCLES = (2, 3)
