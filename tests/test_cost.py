@@ -257,8 +257,7 @@ def test_max_cost_stops_before_the_call_and_resume_with_a_higher_cap_continues(
         assert len(standin.requests) == 3 and again.cost_usd == pytest.approx(3.0)
         assert again.steps == 3  # the total was kept, not reset
         events = [
-            json.loads(line)
-            for line in (runs / "capped" / "events.jsonl").read_text().splitlines()
+            json.loads(line) for line in (runs / "capped" / "events.jsonl").read_text().splitlines()
         ]
         assert [e["max_cost"] for e in events if e["event"] == "cost_limit"] == [2.0, 3.0]
 
@@ -278,7 +277,10 @@ def test_eval_summary_and_index_show_cost_per_task_and_per_success() -> None:
     assert summary["cost_per_task_usd"] == {"a": pytest.approx(0.75), "b": pytest.approx(0.75)}
     page = render_index(results, summary)
     assert "cost per success" in page and "$0.7500" in page and "$0.2500" in page
-    unknown = [*results, TaskResult(id="c", repeat=1, success=True, outcome="passed", thread_id="4")]
+    unknown = [
+        *results,
+        TaskResult(id="c", repeat=1, success=True, outcome="passed", thread_id="4"),
+    ]
     summary = summarize(unknown, tasks=3, planned=4, about={})
     assert summary["cost_usd"] is None and summary["cost_per_success_usd"] is None
     assert "cost unknown" in render_index(unknown, summary)

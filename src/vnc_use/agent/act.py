@@ -274,7 +274,7 @@ def _same_screen(ctx: AgentContext) -> stall.SameScreen:
         if not a or not b:
             return False
         load = ctx.run.load_screenshot
-        return difference(load(a), load(b), neighbours=False) < stall.STALL_TOLERANCE
+        return difference(load(a), load(b), neighbours=False) <= stall.STALL_TOLERANCE
 
     return same
 

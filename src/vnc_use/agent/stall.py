@@ -1,8 +1,10 @@
 """Stall detection: a model repeating actions that change nothing on the screen.
 
-After every desktop action the screen before and after it are compared with replay's
-divergence measure (:func:`vnc_use.replay.compare.difference`, greyscale cells, neighbours
-allowed): below :data:`STALL_TOLERANCE` percent of the screen, the action *changed nothing*.
+After every desktop action the screen after it is compared with the screen before it, and
+with the screens after the last N actions, by replay's divergence measure
+(:func:`vnc_use.replay.compare.difference`: greyscale cells, here cell for cell): an action
+whose screen is within :data:`STALL_TOLERANCE` percent of one of them *changed nothing* (a
+blinking text cursor flips between two screens; a menu opened and closed comes back).
 A run is *stalled* when its last N actions (``stall_after``, default 4) changed nothing, or
 when it repeats a short cycle of actions (the same names, grid targets within
 :data:`NEAR` units) and the screen comes back to the same state each time round.
@@ -26,10 +28,11 @@ __all__ = ["DEFAULT_STALL_AFTER", "NEAR", "STALL_TOLERANCE", "StallCheck", "obse
 
 DEFAULT_STALL_AFTER = 4
 """Actions in a row that change nothing before the model is told (``--stall-after``)."""
-STALL_TOLERANCE = 0.025
-"""Percent of the screen's cells that must differ for an action to count as a change: a
-blinking text cursor (two or three cells, 0.019 % on a 1440x900 screen) is not one; a
-typed letter (five cells) is."""
+STALL_TOLERANCE = 0.05
+"""Percent of the screen's cells (8 of the 160x100) that may differ while the screen still
+counts as the same: a blinking text cursor (3 cells on a 1440x900 screen, 4 on 1024x768)
+is no change; a typed word (14 cells for "hello" in the probe's entry) or a counter's digit
+in a big font (11 or more) is. A single typed letter (5 cells) is not seen."""
 NEAR = 15
 """Grid units (of 0-999) within which two targets are the same place."""
 CYCLES = (2, 3)
@@ -64,6 +67,8 @@ def _cycle(recent: list[dict[str, Any]], n: int, same: SameScreen) -> int:
         if len(recent) < window:
             continue
         tail = recent[-window:]
+        if all(_alike(tail[0], t) for t in tail):  # one action repeated: a plain stall
+            continue
         if all(
             _alike(tail[i], tail[i - length])
             and same(tail[i]["screen"], tail[i - length]["screen"])
@@ -124,9 +129,15 @@ def observe(
     prev = dict(previous or {})
     if n <= 0:
         return StallCheck(prev, None, False)
-    recent = [*prev.get("recent", []), {"name": name, "target": _target(args), "screen": after}]
+    last = prev.get("recent", [])[-n:]
+    seen = {r["screen"] for r in last} | {r.get("before") for r in last}
+    item = {"name": name, "target": _target(args), "screen": after, "before": before}
+    recent = [*prev.get("recent", []), item]
     recent = recent[-max(2 * n, 2 * max(CYCLES)) :]
-    changed = not same(before, after)
+    # a screen seen after one of the last actions is no change either: a blinking cursor
+    # flips between two screens, a toggled menu comes back
+    seen.discard(before)
+    changed = not same(before, after) and not any(same(s, after) for s in seen if s)
     cycle = _cycle(recent, n, same)
     streak = int(prev.get("streak", 0))
     noted = bool(prev.get("noted", False))

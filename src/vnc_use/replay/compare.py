@@ -116,9 +116,7 @@ def difference(
     a cell counts too (stall detection asks whether an action changed anything at all, a
     counter's digit included; a replay asks whether the screen is the recorded one)."""
     a, b = _cells(recorded), _cells(current)
-    changed = ImageChops.lighter(
-        _unexplained(a, b, neighbours), _unexplained(b, a, neighbours)
-    )
+    changed = ImageChops.lighter(_unexplained(a, b, neighbours), _unexplained(b, a, neighbours))
     counted = Image.new("L", GRID, 255)
     if masks:
         draw = ImageDraw.Draw(counted)
