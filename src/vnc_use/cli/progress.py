@@ -167,7 +167,8 @@ class LineFormatter:
         if why:
             line.append((f' - "{_one_line(why, 80)}"', "magenta"))
         model_ms = e.get("model_ms", self.model_ms)  # older runs' events lack it
-        spent = f"; {format_cost(self.cost)} so far" if self.priced else ""
+        # the running cost once known (an unknown one is said on the model's lines)
+        spent = f"; {format_cost(self.cost)} so far" if self.cost is not None else ""
         line.append((f"  [{_ms(e.get('duration_ms'))}; model {_ms(model_ms)}{spent}]", "dim"))
         if e.get("approved"):
             line.append((" (approved)", "green"))

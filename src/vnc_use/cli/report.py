@@ -116,8 +116,11 @@ def runs_command(args: argparse.Namespace) -> int:
 
 
 def _cost(s: RunSummary) -> str:
-    """The run's cost for the listing (``-`` for runs that did not record it)."""
-    return format_cost(s.cost_usd) if s.priced else "-"
+    """The run's cost for the listing: ``$0.0123``, ``unknown`` (no price for its model), or
+    ``-`` (a run of a version that did not record it)."""
+    if not s.priced:
+        return "-"
+    return "unknown" if s.cost_usd is None else format_cost(s.cost_usd)
 
 
 def show_command(args: argparse.Namespace) -> int:
