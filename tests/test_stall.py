@@ -8,6 +8,7 @@ scrolling, waiting for a slow draw and clicking a counter change the screen and 
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -217,3 +218,30 @@ def test_a_change_after_the_note_clears_the_stall() -> None:
     checks = _feed([*same, ("click_at", {"x": 600, "y": 600}, "s", "t"), *same])
     assert [i for i, c in enumerate(checks) if c.note] == [3, 8]
     assert not any(c.stuck for c in checks)
+
+
+def test_max_cost_on_the_command_line_then_resume_with_a_higher_cap(
+    probe: Probe, standin: GeminiStandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``run --max-cost 2 --price 1/0``: each answer reports a million prompt tokens ($1), so
+    the run stops before its third model call (exit 5); ``resume --max-cost 10`` goes on with
+    the total kept and finishes."""
+    x, y = grid(*centre(probe.ready["counter"]))
+    usage = {"promptTokenCount": 1_000_000, "candidatesTokenCount": 0}
+    clicks = [
+        Reply(200, {**r.body, "usageMetadata": usage}) for r in calls("click_at", 3, x=x, y=y)
+    ]
+    standin.script([*clicks, Reply(200, {**Reply.text("Counted.").body, "usageMetadata": usage})])
+    monkeypatch.setenv("VNC_PASSWORD", probe.desktop.password)
+    runs = tmp_path / "runs"
+    common = ["--runs-dir", str(runs), "--vnc", probe.desktop.server, "--quiet"]
+    task = ["--task", "Click the counter three times", "--thread-id", "c"]
+    assert main(["run", *task, "--max-cost", "2", "--price", "1/0", *common]) == 5
+    assert len(standin.requests) == 2
+    saved = json.loads((runs / "c" / "run.json").read_text())
+    assert saved["status"] == "cost_limit" and saved["cost_usd"] == pytest.approx(2.0)
+    assert main(["resume", "c", "--max-cost", "10", *common]) == 0
+    assert len(standin.requests) == 4 and len(probe.log.events("counter")) == 3
+    saved = json.loads((runs / "c" / "run.json").read_text())
+    assert saved["status"] == "done" and saved["cost_usd"] == pytest.approx(4.0)
+    assert saved["max_cost"] == 10

@@ -162,6 +162,8 @@ def open_live(spec: RunSpec, thread_id: str) -> LiveRun:
         if not (folder.path / "run.json").exists():
             settings = {"thread_id": thread_id, "served": True, **spec.to_json()}
             folder.write_json("run.json", settings)
+        else:  # a later leg: a cap raised on resume (--max-cost) is the run's cap now
+            folder.update_json("run.json", max_cost=spec.max_cost)
         desktop, bridge = connect_leg(spec, password, folder)  # an RDP spec: a bridge too
     except BaseException:
         try:
