@@ -18,7 +18,6 @@ from vnc_use.errors import ConfigError, ServedRunError
 from vnc_use.status import RunStatus
 
 if TYPE_CHECKING:
-    from vnc_use.agent.costs import run_cost
     from vnc_use.agent.state import RunResult
 
 __all__ = ["GRAPH_ID", "client", "follow", "outcome", "reaching"]
@@ -88,6 +87,7 @@ def outcome(api: Any, tid: str) -> RunResult:
         status, pending = RunStatus.AWAITING_APPROVAL, dict(interrupts[0]["value"])
     elif status == RunStatus.RUNNING:
         status, error = RunStatus.ERROR, f"the run stopped before finishing: vnc-use resume {tid}"
+    from vnc_use.agent.costs import run_cost
     from vnc_use.agent.state import RunResult
 
     return RunResult(
