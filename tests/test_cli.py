@@ -29,6 +29,7 @@ from vnc_use.testing.gemini_standin import (
 
 from cli_tools import CLI, run_cli
 from desktop_fixtures import Probe
+from doc_pages import blocks, page
 
 
 def confirm_reply() -> Reply:
@@ -401,13 +402,18 @@ def test_bad_usage_is_exit_2() -> None:
 
 @pytest.mark.desktop
 def test_readme_offline_flow_with_the_stand_in_command(probe: Probe, tmp_path: Path) -> None:
-    """The README's offline recipe: the stand-in as a command, `vnc-use run` pointed at it."""
+    """docs/testing-offline.md's recipe: the stand-in as a command, `vnc-use run` pointed at it
+    (the page's script.json, as its ``echo`` line writes it)."""
+    (recipe,) = blocks(page("testing-offline.md"), "bash")
+    echoed = re.search(r"^echo '(.*)' > script\.json$", recipe, re.M)
+    assert echoed is not None, recipe
+    assert "gemini_standin --script script.json" in recipe and '--task "Click the middle"' in recipe
     script = tmp_path / "script.json"
-    script.write_text(
-        json.dumps(
-            [{"calls": [{"name": "click_at", "args": {"x": 500, "y": 500}}]}, {"text": "done"}]
-        )
-    )
+    script.write_text(echoed.group(1))
+    assert json.loads(script.read_text()) == [
+        {"calls": [{"name": "click_at", "args": {"x": 500, "y": 500}}]},
+        {"text": "done"},
+    ]
     standin = subprocess.Popen(
         [sys.executable, "-m", "vnc_use.testing.gemini_standin", "--script", str(script)],
         stdout=subprocess.PIPE,

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shlex
 import subprocess
 import sys
@@ -33,9 +32,9 @@ from vnc_use.testing.openai_standin import Reply as OpenAIReply
 
 from cli_tools import run_cli
 from desktop_fixtures import Probe
+from doc_pages import blocks, page
 
 KEY_MARKER = "sk-marker-never-recorded-7f3a"
-README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 def grid(probe: Probe, point: tuple[int, int]) -> tuple[int, int]:
@@ -221,17 +220,16 @@ def test_python_provider_keep_screenshots_and_policy(tmp_path: Path) -> None:
 
 
 def _readme_block(marker: str, lang: str = "sh") -> str:
-    """The fenced ``lang`` block of README's "Local models" section that contains ``marker``."""
-    section = README.read_text().split("## Local models", 1)[1].split("\n## ", 1)[0]
-    for block in re.findall(rf"```{lang}\n(.*?)```", section, re.S):
+    """The fenced ``lang`` block of docs/local-models.md that contains ``marker``."""
+    for block in blocks(page("local-models.md"), lang):
         if marker in block:
-            return str(block)
-    raise AssertionError(f"no {lang} block with {marker!r} in README's Local models")
+            return block
+    raise AssertionError(f"no {lang} block with {marker!r} in docs/local-models.md")
 
 
 @pytest.mark.desktop
 def test_readme_local_models_stand_in_command_pair(probe: Probe, tmp_path: Path) -> None:
-    """The README's stand-in pair, as printed there: its script.json, the stand-in command,
+    """The docs' stand-in pair, as printed there: its script.json, the stand-in command,
     then `vnc-use run` pointed at it (plus this test's desktop and runs folder)."""
     lines = _readme_block("python -m vnc_use.testing.openai_standin").strip().splitlines()
     standin_line, run_line = lines[-2], lines[-1]
@@ -277,6 +275,13 @@ FINISH_IN = {
     "ui-tars": "Thought: it is done.\nAction: finished(content='All done.')",
 }
 FINISH_IN["qwen2.5-vl"] = FINISH_IN["qwen3-vl"]
+FINISH_IN["holo"] = (
+    '{"note": null, "thought": "Done.", "tool_call": {"tool_name": "answer", "text": "All done."}}'
+)
+FINISH_IN["ui-venus"] = "<think>Done.</think>\n<action>Finished(content='All done.')</action>"
+FINISH_IN["opencua"] = (
+    "## Thought:\nDone.\n\n## Code:\n```python\ncomputer.terminate(status='success')\n```"
+)
 
 SERVER_ADDRESSES = {  # each server's documented default
     "http://localhost:1234/v1",  # LM Studio
@@ -289,15 +294,14 @@ SERVER_ADDRESSES = {  # each server's documented default
 def test_readme_local_models_commands_run_against_the_stand_in(
     probe: Probe, tmp_path: Path
 ) -> None:
-    """Every `vnc-use run` line of README's "Local models" section, with its server's address
-    swapped for the stand-in's (serving that model id, answering a finish in the dialect the
-    command picks): it runs to `done` with that dialect."""
+    """Every `vnc-use run` line of docs/local-models.md, with its server's address swapped for
+    the stand-in's (serving that model id, answering a finish in the dialect the command
+    picks): it runs to `done` with that dialect."""
     from vnc_use.providers.openai_compat import dialect_for_model
 
-    section = README.read_text().split("## Local models", 1)[1].split("\n## ", 1)[0]
     commands = [
         shlex.split(line)
-        for block in re.findall(r"```sh\n(.*?)```", section, re.S)
+        for block in blocks(page("local-models.md"), "sh")
         for line in block.splitlines()
         if line.startswith("vnc-use run") and "127.0.0.1" not in line  # the stand-in pair
     ]

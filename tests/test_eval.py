@@ -24,6 +24,7 @@ from vnc_use.testing.gemini_standin import require_confirmation as confirm
 
 from chromium import Browser
 from cli_tools import CLI, run_cli
+from doc_pages import blocks, page
 from eval_oracle import anti_oracle, oracle
 from gemini_fixtures import DUMMY_API_KEY
 
@@ -371,17 +372,15 @@ def test_tasks_and_suite_files() -> None:
     assert abs(low - 0.2366) < 1e-4 and abs(high - 0.7634) < 1e-4
 
 
-# ------------------------------------------------------------------------------- the README
-
-README = Path(__file__).resolve().parents[1] / "README.md"
+# ------------------------------------------------------------------------------- the docs
 
 
 @pytest.mark.desktop
 def test_the_readme_task_file_and_command(gemini: GeminiStandIn, tmp_path: Path) -> None:
-    """README: its example task file, run by its `vnc-use eval tasks.yaml ...` line as written
-    (two desktops, each task twice), solved by a scripted model."""
-    section = README.read_text("utf-8").split("## Measuring success", 1)[1].split("\n## ", 1)[0]
-    example = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    """docs/eval.md: its example task file, run by its `vnc-use eval tasks.yaml ...` line as
+    written (two desktops, each task twice), solved by a scripted model."""
+    section = page("eval.md")
+    (example,) = blocks(section, "yaml")
     (tmp_path / "tasks.yaml").write_text(example, "utf-8")
     line = next(x for x in section.splitlines() if x.startswith("vnc-use eval tasks.yaml"))
     task = load_tasks(tmp_path / "tasks.yaml").tasks[0]

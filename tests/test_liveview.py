@@ -97,7 +97,8 @@ def http_get(url: str) -> tuple[int, Message, bytes]:
 
 @pytest.fixture(scope="module")
 def state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """README flow, step 1: `vnc-use desktop up` (in a temporary state folder)."""
+    """docs/desktops/local-desktop.md's flow, step 1: `vnc-use desktop up` (in a temporary state
+    folder)."""
     folder = tmp_path_factory.mktemp("desktop-state")
     up = vnc_use("desktop", "up", "--state-dir", str(folder))
     assert up.returncode == 0, up.stdout + up.stderr
@@ -112,7 +113,8 @@ def state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 def test_view_shows_the_desktop_in_a_browser(state_dir: Path, tmp_path: Path) -> None:
-    """README flow, step 2: `vnc-use view`, opened in Chromium, shows the desktop."""
+    """docs/desktops/local-desktop.md's flow, step 2: `vnc-use view`, opened in Chromium, shows
+    the desktop."""
     view = start_view("--state-dir", str(state_dir))
     try:
         printed = read_until(view, URL_RE, timeout=30)

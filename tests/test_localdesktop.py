@@ -282,8 +282,9 @@ def test_state_folder_choice(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) ->
 def test_run_without_vnc_starts_the_local_desktop_and_completes(
     gemini: GeminiStandIn, tmp_path: Path
 ) -> None:
-    """README: `vnc-use run --task ...` with no --vnc starts the local desktop; a second
-    `vnc-use run --view --task ...` finds it running and serves a live view meanwhile."""
+    """README and docs/desktops/local-desktop.md: `vnc-use run --task ...` with no --vnc starts
+    the local desktop; a second `vnc-use run --view --task ...` finds it running and serves a
+    live view meanwhile."""
     state_dir, marker = tmp_path / "state", tmp_path / "typed-by-the-agent"
     gemini.script(
         # The terminal fills the left of the screen: click it (the window manager gives it

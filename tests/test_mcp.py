@@ -42,21 +42,17 @@ from vnc_use.testing.gemini_standin import (
 
 from cli_tools import CLI, run_cli
 from desktop_fixtures import Probe
+from doc_pages import page
 from gemini_fixtures import DUMMY_API_KEY
-
-README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 def readme_mcp_section() -> str:
-    return (
-        README.read_text("utf-8")
-        .split("## Other agents: vnc-use as an MCP server", 1)[1]
-        .split("\n## ", 1)[0]
-    )
+    """docs/mcp.md, the MCP server's page."""
+    return page("mcp.md")
 
 
 def readme_mcp_commands() -> list[list[str]]:
-    """The ``vnc-use mcp`` command lines of the README's MCP section (comments cut)."""
+    """The ``vnc-use mcp`` command lines of docs/mcp.md (comments cut)."""
     return [
         shlex.split(line.split("#")[0])
         for line in readme_mcp_section().splitlines()
@@ -368,7 +364,7 @@ def http_server(
 ) -> Iterator[tuple[str, str | None, subprocess.Popen[str]]]:
     """``vnc-use mcp --transport http --port 0``; yields its URL, the printed token, the
     process."""
-    (line,) = [c for c in readme_mcp_commands() if "http" in c]  # as the README shows it
+    (line,) = [c for c in readme_mcp_commands() if "http" in c]  # as the docs show it
     args = [("0" if a == "8765" else a) for a in line[1:]]
     proc = subprocess.Popen(
         [*CLI, *args, "--vnc", desktop.server, "--runs-dir", str(runs)],
@@ -486,7 +482,7 @@ def test_mcp_usage_errors_are_one_line() -> None:
 
 @pytest.mark.desktop
 def test_the_readme_commands_and_host_snippet(probe: Probe, tmp_path: Path) -> None:
-    """The README's ``vnc-use mcp --vnc ...`` line and its host JSON snippet, as written, with
+    """The docs' ``vnc-use mcp --vnc ...`` line and its host JSON snippet, as written, with
     the test desktop's address, password and a temporary runs folder in place of the
     examples."""
     commands = readme_mcp_commands()

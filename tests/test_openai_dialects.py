@@ -87,6 +87,12 @@ def only(parsed: Parsed) -> tuple[str, dict[str, Any]]:
         ("qwen2_5-vl-7b", "qwen2.5-vl"),
         ("qwen2.5vl:7b", "qwen2.5-vl"),  # Ollama's spelling
         ("qwen2.5-coder", "tools"),
+        ("Hcompany/Holo-3.1-35B-A3B", "holo"),
+        ("holo3-1-35b-a3b", "holo"),  # H Company's API id
+        ("inclusionAI/UI-Venus-1.5-8B", "ui-venus"),
+        ("xlangai/OpenCUA-7B", "opencua"),
+        ("Qwen/Qwen3.5-35B-A3B", "qwen3-vl"),  # unverified: no 3.5 format of its own found
+        ("qwen3.5:9b", "qwen3-vl"),
         ("gpt-4o", "tools"),
         ("llava", "tools"),
     ],
@@ -455,7 +461,15 @@ def test_tools_unusable_replies_are_errors(message: dict[str, Any]) -> None:
 # ------------------------------------------------------------------ properties
 
 
-_SIZES = {"tools": None, "qwen3-vl": (1021, 767), "qwen2.5-vl": (1008, 756), "ui-tars": (1008, 756)}
+_SIZES = {
+    "tools": None,
+    "qwen3-vl": (1021, 767),
+    "qwen2.5-vl": (1008, 756),
+    "ui-tars": (1008, 756),
+    "holo": None,
+    "ui-venus": None,
+    "opencua": (1008, 756),
+}
 
 _numbers = st.one_of(
     st.integers(-5000, 5000),
@@ -522,8 +536,36 @@ _ui_calls = st.builds(
     st.text(max_size=8),
     st.sampled_from(["up", "down", "sideways"]),
 )
+_venus_calls = st.builds(
+    "<think>{}</think><action>{}(point=({}, {}), start={}, content='{}', keys={})</action>".format,
+    st.text(max_size=10),
+    st.sampled_from(
+        ["Click", "DoubleClick", "Drag", "Scroll", "Type", "Hotkey", "Finished", "Zap"]
+    ),
+    _numbers,
+    _numbers,
+    _points,
+    st.text(max_size=8),
+    st.lists(st.text(max_size=4), max_size=3),
+)
+_holo_steps = st.builds(
+    lambda name, args: json.dumps({"thought": "t", "tool_call": {"tool_name": name, **args}}),
+    st.sampled_from(["click", "write", "answer", "drag", "scroll", "hotkey", "wait", "zap"]),
+    _args,
+)
+_pyautogui = st.builds(
+    "## Thought:\n{}\n## Code:\n```python\npyautogui.{}(x={}, y={}, clicks={})\n```".format,
+    st.text(max_size=10),
+    st.sampled_from(["click", "doubleClick", "moveTo", "dragTo", "scroll", "write", "hotkey"]),
+    _numbers,
+    _numbers,
+    _numbers,
+)
 _content = st.one_of(
     st.text(max_size=200),
+    _venus_calls,
+    _holo_steps,
+    _pyautogui,
     st.builds(lambda n, a: block(n, a), _names, _args),
     st.builds(lambda t, a: f"Thought: {t}\nAction: {a}", st.text(max_size=30), _ui_calls),
     st.builds(
@@ -564,3 +606,104 @@ def test_any_reply_yields_grid_actions_a_finish_or_a_parse_error(
         result = GEMINI_35_DESKTOP_TABLE.validate(call.name, call.args)
         if isinstance(result, ValidatedAction):
             assert isinstance(call.args["intent"], str) and call.args["intent"]
+
+
+# ------------------------------------------------------------------ holo, ui-venus, opencua
+
+
+def test_holo_reads_its_flat_tool_call_on_0_1000() -> None:
+    """H's documented step (hub.hcompany.ai/agent-loop): the example click (932, 880)."""
+    step = {
+        "note": None,
+        "thought": "Continue.",
+        "tool_call": {"tool_name": "click", "element": "Continue button", "x": 932, "y": 880},
+    }
+    name, args = only(parse("holo", text(json.dumps(step))))
+    assert (name, args) == ("click", {"x": 932, "y": 880})
+    fenced = parse("holo", text("```json\n" + json.dumps(step) + "\n```"))
+    assert only(fenced)[1] == {"x": 932, "y": 880}
+    write = {"tool_call": {"tool_name": "write", "text": "hi", "press_enter": True}}
+    assert only(parse("holo", text(json.dumps(write)))) == (
+        "type",
+        {"text": "hi", "press_enter": True},
+    )
+    answer = parse("holo", text(json.dumps({"tool_call": {"tool_name": "answer", "text": "42"}})))
+    assert answer.finished and answer.text == "42"
+
+
+def test_holo_reads_native_tool_calls_too() -> None:
+    """Holo3.1's native function calling: the same tool names as functions."""
+    message = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {"name": "click", "arguments": '{"x": 1000, "y": 0}'},
+            }
+        ],
+    }
+    assert only(parse("holo", message))[1] == {"x": 999, "y": 0}
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "no json here",
+        '{"tool_call": {"tool_name": "zap"}}',
+        '{"tool_call": {"tool_name": "click"}}',
+    ],
+)
+def test_holo_refuses_what_it_cannot_read(content: str) -> None:
+    with pytest.raises(ParseError):
+        parse("holo", text(content))
+
+
+def test_ui_venus_reads_think_and_action_on_0_999() -> None:
+    """UI-Venus 2's format (ui_venus_2_processor.py): <think> then <action>Click(point=...)."""
+    reply = "<think>The OK button.</think>\n<action>Click(point=(500, 250))</action>"
+    parsed = parse("ui-venus", text(reply))
+    assert only(parsed) == ("click", {"x": 500, "y": 250})
+    assert parsed.thought == "The OK button."
+    older = parse("ui-venus", text("<action>Click(box=(10, 990))</action>"))
+    assert only(older)[1] == {"x": 10, "y": 990}
+    drag = parse("ui-venus", text("<action>Drag(start=(1, 2), end=(3, 4))</action>"))
+    assert only(drag) == ("drag_and_drop", {"start_x": 1, "start_y": 2, "end_x": 3, "end_y": 4})
+    keys = parse("ui-venus", text("<action>Hotkey(keys=('ctrl', 'c'))</action>"))
+    assert only(keys) == ("hotkey", {"keys": ["ctrl", "c"]})
+    done = parse("ui-venus", text("<action>Finished(content='Done.')</action>"))
+    assert done.finished and done.text == "Done."
+
+
+@pytest.mark.parametrize(
+    "content",
+    ["<think>hm</think>", "<action>Click(point=(1200, 5))</action>", "<action>Zap()</action>"],
+)
+def test_ui_venus_refuses_what_it_cannot_read(content: str) -> None:
+    with pytest.raises(ParseError):
+        parse("ui-venus", text(content))
+
+
+def test_opencua_reads_pyautogui_pixels_of_the_image_sent() -> None:
+    """OpenCUA's ``## Code`` block, in pixels of the 1008x756 image sent for 1021x767."""
+    reply = (
+        "## Thought:\nThe field.\n\n## Action:\nClick the field.\n\n## Code:\n```python\n"
+        "pyautogui.click(x=504, y=378)\npyautogui.write(message='hi')\n"
+        "pyautogui.hotkey('ctrl', 'a')\n```"
+    )
+    parsed = parse("opencua", text(reply), (1008, 756))
+    assert [c.name for c in parsed.calls] == ["click", "type", "hotkey"]
+    assert {k: parsed.calls[0].args[k] for k in "xy"} == {"x": 500, "y": 500}
+    assert parsed.thought == "The field."
+    done = parse("opencua", text("## Code:\ncomputer.terminate(status='success')"), (1008, 756))
+    assert done.finished
+
+
+@pytest.mark.parametrize(
+    "content",
+    ["## Thought: nothing to do", "pyautogui.click(x=2000, y=5)", "pyautogui.zap(x=1, y=1)"],
+)
+def test_opencua_refuses_what_it_cannot_read(content: str) -> None:
+    with pytest.raises(ParseError):
+        parse("opencua", text(content), (1008, 756))

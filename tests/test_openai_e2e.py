@@ -1,6 +1,7 @@
 """Every OpenAI-compatible dialect end to end on a real desktop, through the real ``openai`` SDK.
 
-One scripted run per dialect (``tools``, ``qwen3-vl``, ``qwen2.5-vl``, ``ui-tars``) against the
+One scripted run per dialect (``tools``, ``qwen3-vl``, ``qwen2.5-vl``, ``ui-tars``; ``holo``,
+``ui-venus``, ``opencua`` with a shorter script) against the
 stand-in, on a 1021x767 TigerVNC desktop (not a multiple of 28: a resize mistake shows) with
 the probe app recording what arrives. Each script is written in its family's own coordinate
 convention, computed from the probe's widget positions: the 0-999 grid (``tools``), 0-1000
@@ -23,6 +24,7 @@ from vnc_use import VncUseAgent
 from vnc_use.providers.openai_compat import OpenAICompatPlanner
 from vnc_use.providers.openai_compat.resize import QWEN25_VL, UI_TARS, PixelLimits, smart_resize
 from vnc_use.testing.desktop import TestDesktop
+from vnc_use.testing.openai_families import family_reply
 from vnc_use.testing.openai_standin import OpenAIStandIn, Reply, ToolCall
 
 from desktop_fixtures import Probe, start_probe
@@ -254,3 +256,80 @@ def test_each_dialect_lands_on_the_widgets_it_aims_at(
     assert held and near(held[-1], t.drag_to)
     # the last click: on the plain canvas, where aimed
     assert near(canvas_click, t.canvas), (canvas_click, t.canvas)
+
+
+# ------------------------------------------------------------------ the newer families
+
+
+def _family_steps(family: str) -> tuple[str, str]:
+    """(typing "Ada" and Enter, the finish) in ``family``'s own format."""
+    if family == "holo":
+        write = {"tool_name": "write", "text": "Ada", "press_enter": True}
+        done = {"tool_name": "answer", "text": "Typed Ada."}
+        return (
+            json.dumps({"note": None, "thought": "Type the name.", "tool_call": write}),
+            json.dumps({"note": None, "thought": "Done.", "tool_call": done}),
+        )
+    if family == "ui-venus":
+        return (
+            "<think>Type the name.</think>\n<action>Type(content='Ada\\n')</action>",
+            "<think>Done.</think>\n<action>Finished(content='Typed Ada.')</action>",
+        )
+    return (
+        "## Thought:\nType the name.\n\n## Action:\nType Ada.\n\n## Code:\n```python\n"
+        "pyautogui.write(message='Ada')\npyautogui.press('enter')\n```",
+        "## Thought:\nTyped Ada.\n\n## Action:\nFinish.\n\n## Code:\n```python\n"
+        "computer.terminate(status='success')\n```",
+    )
+
+
+NEW_FAMILIES = {
+    "holo": ("Hcompany/Holo-3.1-35B-A3B", (WIDTH, HEIGHT)),
+    "ui-venus": ("inclusionAI/UI-Venus-1.5-8B", (WIDTH, HEIGHT)),
+    "opencua": ("xlangai/OpenCUA-7B", QWEN25_SIZE),
+}
+"""family -> (a model id the dialect is inferred from, size of the image the model is sent)."""
+
+
+@pytest.mark.parametrize("family", list(NEW_FAMILIES))
+def test_each_new_family_lands_within_two_pixels(
+    family: str, probe_1021: Probe, tmp_path: Path
+) -> None:
+    """Holo, UI-Venus and OpenCUA answering in their exact format and convention (dialect
+    inferred from the model id): both clicks land within 2 px of the aimed points, the
+    typed text reaches the entry and the run ends with the family's finish."""
+    probe = probe_1021
+    model, image_size = NEW_FAMILIES[family]
+    t = Targets(probe)
+    type_ada, finish = _family_steps(family)
+    script = [
+        family_reply(family, t.entry, (WIDTH, HEIGHT), what="the name field"),
+        Reply.text(type_ada),
+        family_reply(family, t.canvas, (WIDTH, HEIGHT), what="the canvas"),
+        Reply.text(finish),
+    ]
+    with OpenAIStandIn(script, models=model, max_images=2) as server:
+        planner = OpenAICompatPlanner(server.base_url, model, max_retries=0)
+        assert planner.dialect_name == family
+        with VncUseAgent(
+            vnc_server=probe.desktop.server,
+            vnc_password=probe.desktop.password,
+            planner=planner,
+            runs_dir=tmp_path,
+        ) as agent:
+            result = agent.run(task="Type Ada into the name field", thread_id=family)
+        assert not server.violations and server.remaining == 0
+        assert sizes_sent(server) == {image_size}
+    assert result.status == "done", result.error
+    assert result.final_text == "Typed Ada."
+    log = probe.log
+    log.wait_for(
+        lambda e: e["type"] == "release" and e["button"] == 1 and near(e, t.canvas),
+        timeout=10,
+        what="the last click's release",
+    )
+    presses = [e for e in log.events("press") if e["button"] == 1]
+    assert len(presses) == 2, presses
+    assert inside(presses[0], t.entry_box) and near(presses[0], t.entry), (presses[0], t.entry)
+    assert near(presses[1], t.canvas), (presses[1], t.canvas)
+    assert log.wait_type("submit")["text"].endswith("Ada")

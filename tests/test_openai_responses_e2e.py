@@ -17,7 +17,6 @@ import io
 import json
 import math
 import os
-import re
 import shlex
 import signal
 import subprocess
@@ -37,6 +36,7 @@ from vnc_use.testing.openai_responses_standin import OpenAIResponsesStandIn, Tur
 
 from cli_tools import CLI, run_cli
 from desktop_fixtures import Probe, start_probe
+from doc_pages import blocks, page, section
 
 pytestmark = pytest.mark.desktop
 
@@ -361,13 +361,11 @@ def test_kill_9_mid_run_then_resume_performs_nothing_twice(probe: Probe, tmp_pat
 
 
 def test_the_readme_command_runs_against_the_stand_in(probe: Probe, tmp_path: Path) -> None:
-    """The `vnc-use run --provider openai` line of README's OpenAI subsection, pointed at the
-    stand-in with OPENAI_BASE_URL (as the README says), runs to `done`."""
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    section = readme.split("### OpenAI\n", 1)[1].split("\n## ", 1)[0]
+    """The `vnc-use run --provider openai` line of docs/providers.md's OpenAI section, pointed
+    at the stand-in with OPENAI_BASE_URL (as the page says), runs to `done`."""
     (line,) = [
         line
-        for block in re.findall(r"```sh\n(.*?)```", section, re.S)
+        for block in blocks(section(page("providers.md"), "## OpenAI"), "sh")
         for line in block.splitlines()
         if line.startswith("vnc-use run")
     ]

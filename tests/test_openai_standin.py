@@ -783,3 +783,29 @@ def test_the_command_line_serves_a_script_and_reports_refusals(tmp_path: Path) -
     assert proc.returncode == 0
     assert "refused request 1 [max_images]" in stderr
     assert KEY not in stderr
+
+
+def test_the_command_line_answers_like_a_family(tmp_path: Path) -> None:
+    """``--family ui-venus --runs-dir DIR``: each request is answered with a click on the
+    calibration target its newest text names, in UI-Venus' format (0-999 of the screen)."""
+    run = tmp_path / "calibrate-1"
+    run.mkdir()
+    target = {"label": "K7", "box": [0, 0, 20, 10], "center": [682.5, 424.5], "size": [20, 10]}
+    layout = {"screen": {"width": 1366, "height": 850}, "targets": [target]}
+    (run / "calibration.json").write_text(json.dumps(layout))
+    argv = [sys.executable, "-m", "vnc_use.testing.openai_standin", "--family", "ui-venus"]
+    argv += ["--runs-dir", str(tmp_path), "--offset", "0,0"]
+    server = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout is not None
+        base_url = server.stdout.readline().strip()
+        client = openai.OpenAI(base_url=base_url, api_key="none")
+        answer = client.chat.completions.create(
+            model="standin-vlm",
+            messages=[{"role": "user", "content": "Click the target labelled 'K7'."}],
+        )
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    content = answer.choices[0].message.content or ""
+    assert content.endswith("<action>Click(point=(500, 499))</action>"), content

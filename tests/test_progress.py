@@ -22,9 +22,9 @@ from vnc_use.cli.progress import LineFormatter, Progress, choose_mode, plain
 from vnc_use.testing.gemini_standin import FunctionCallSpec, GeminiStandIn, Reply
 
 from desktop_fixtures import Probe
+from doc_pages import all_lines
 
 CLI = [sys.executable, "-m", "vnc_use.cli"]
-README = Path(__file__).resolve().parents[1] / "README.md"
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 STEP = re.compile(
     r"^step (\d+): (\w+)\((.*)\)( -> px \(\d+, \d+\)( to \(\d+, \d+\))?)?"
@@ -148,11 +148,9 @@ def test_quiet_prints_only_the_result(probe: Probe, gemini: GeminiStandIn, tmp_p
 def test_json_lines_are_the_events_and_the_readme_command(
     probe: Probe, gemini: GeminiStandIn, tmp_path: Path
 ) -> None:
-    """The README's ``--json`` command, pointed at the test desktop: one event per line."""
+    """The docs' ``--json`` command, pointed at the test desktop: one event per line."""
     (command,) = [
-        line
-        for line in README.read_text("utf-8").splitlines()
-        if line.startswith("vnc-use run ") and "--json" in line
+        line for line in all_lines() if line.startswith("vnc-use run ") and "--json" in line
     ]
     argv = shlex.split(command.replace("localhost::5901", probe.desktop.server))[1:]
     script(gemini)

@@ -1,11 +1,11 @@
-"""README's "Providers" section: every `vnc-use run` line runs to `done` against its provider's
-stand-in (the addresses swapped for the stand-ins', this test's desktop and runs folder), and
-run.json records the provider, the model and, for Claude, the tool version."""
+"""The providers' commands of the front page (README's "One run per provider") and of
+docs/providers.md: every `vnc-use run` line runs to `done` against its provider's stand-in (the
+addresses swapped for the stand-ins', this test's desktop and runs folder), and run.json
+records the provider, the model and, for Claude, the tool version."""
 
 from __future__ import annotations
 
 import json
-import re
 import shlex
 from pathlib import Path
 
@@ -21,30 +21,35 @@ from vnc_use.testing.openai_standin import Reply as OpenAIReply
 
 from cli_tools import run_cli
 from desktop_fixtures import Probe
+from doc_pages import blocks, page, section
 
 pytestmark = pytest.mark.desktop
 
-README = Path(__file__).resolve().parents[1] / "README.md"
 QWEN_FINISH = (
     '<tool_call>\n{"name": "computer_use", "arguments": {"action": "terminate", '
     '"status": "success"}}\n</tool_call>'
 )
 
 
-def provider_commands() -> list[list[str]]:
-    section = README.read_text().split("## Providers", 1)[1].split("\n## ", 1)[0]
+def provider_commands(text: str) -> list[list[str]]:
     return [
         shlex.split(line)
-        for block in re.findall(r"```sh\n(.*?)```", section, re.S)
+        for block in blocks(text, "sh")
         for line in block.splitlines()
         if line.startswith("vnc-use run")
     ]
 
 
+def providers_of(commands: list[list[str]]) -> set[str]:
+    return {argv[argv.index("--provider") + 1] for argv in commands}
+
+
 def test_every_provider_command_of_the_readme_runs(probe: Probe, tmp_path: Path) -> None:
-    commands = provider_commands()
-    providers = [argv[argv.index("--provider") + 1] for argv in commands]
-    assert {"gemini", "anthropic", "openai", "openai-compatible"} <= set(providers)
+    front = provider_commands(section(page("README.md"), "## One run per provider"))
+    assert providers_of(front) == {"gemini", "anthropic", "openai", "openai-compatible"}
+    commands = provider_commands(page("providers.md"))
+    assert providers_of(commands) == providers_of(front)
+    commands += [argv for argv in front if argv not in commands]  # each distinct line once
     for n, argv in enumerate(commands):
         provider = argv[argv.index("--provider") + 1]
         model = argv[argv.index("--model") + 1]

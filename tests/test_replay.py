@@ -28,6 +28,7 @@ from vnc_use.testing.desktop import TestDesktop
 from vnc_use.testing.gemini_standin import FunctionCallSpec, GeminiStandIn, Reply
 
 from desktop_fixtures import Probe, start_probe
+from doc_pages import all_lines
 from gemini_fixtures import DUMMY_API_KEY, FAST_RETRY
 
 pytestmark = pytest.mark.desktop
@@ -240,7 +241,7 @@ def test_a_changed_desktop_stops_the_replay_before_step_2(
     assert 'data-kind="diverged"' in report
     for sha in (diverged["expected"], diverged["actual"]):
         assert f"screenshots/{sha}.png" in report
-    # the command line: every README replay line (but --heal, below) exits 7 naming the step
+    # the command line: every docs replay line (but --heal, below) exits 7 naming the step
     monkeypatch.setenv("VNC_PASSWORD", desk.desktop.password)
     lines = readme_replay_lines(desk)
     assert len(lines) == 5, lines
@@ -251,14 +252,11 @@ def test_a_changed_desktop_stops_the_replay_before_step_2(
         assert "status: diverged" in out.out and "before original step" in out.out
 
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-
-
 def readme_replay_lines(probe: Probe) -> list[list[str]]:
-    """The README's ``vnc-use replay`` lines as argv, aimed at the recorded run and ``probe``'s
+    """The docs' ``vnc-use replay`` lines as argv, aimed at the recorded run and ``probe``'s
     desktop (the recorded run's own desktop is gone: ``--vnc`` is added where missing)."""
     found = []
-    for line in README.read_text("utf-8").splitlines():
+    for line in all_lines():
         if not line.startswith("vnc-use replay "):
             continue
         argv = shlex.split(line.split("#")[0])[1:]
@@ -295,7 +293,7 @@ def test_heal_hands_the_rest_to_the_model(
     kinds = [json.loads(x)["event"] for x in (folder / "events.jsonl").read_text().splitlines()]
     assert kinds.count("healed") == 1 and "diverged" not in kinds
     assert "went to the model" in (folder / "report.html").read_text()
-    # the README's --heal line: the xterm is still there, the model says there is nothing to do
+    # the docs' --heal line: the xterm is still there, the model says there is nothing to do
     gemini.extend(Reply.text("Nothing left to do."))
     monkeypatch.setenv("VNC_PASSWORD", desk.desktop.password)
     (argv,) = [a for a in readme_replay_lines(desk) if "--heal" in a]

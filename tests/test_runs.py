@@ -31,10 +31,10 @@ from vnc_use.testing.gemini_standin import (
 )
 
 from desktop_fixtures import Probe
+from doc_pages import all_lines
 from gemini_fixtures import DUMMY_API_KEY, FAST_RETRY
 
 CLI = [sys.executable, "-m", "vnc_use.cli"]
-README = Path(__file__).resolve().parents[1] / "README.md"
 
 # thread id -> (status, steps), in the order the runs were started
 EXPECTED = {
@@ -193,12 +193,12 @@ def test_history_never_reads_the_checkpoint_database(history: Path, tmp_path: Pa
 
 @pytest.mark.desktop
 def test_readme_history_commands(history: Path, tmp_path: Path) -> None:
-    """Every ``vnc-use runs|show|report`` line of the README runs, as written, on real runs
+    """Every ``vnc-use runs|show|report`` line of the docs runs, as written, on real runs
     (those with ``--server`` run against a server in ``tests/test_server.py``)."""
     shutil.copytree(history, tmp_path / "runs")
     commands = [
         line.split("#")[0].strip()
-        for line in README.read_text("utf-8").splitlines()
+        for line in all_lines()
         if re.match(r"vnc-use (runs|show|report)\b", line) and "--server" not in line
     ]
     assert len(commands) >= 4, commands

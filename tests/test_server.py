@@ -35,13 +35,13 @@ from vnc_use.testing.langgraph_dev import LangGraphDev
 
 from cli_tools import CLI, run_cli
 from desktop_fixtures import Probe
+from doc_pages import all_lines, page, section
 from eval_oracle import oracle
 from gemini_fixtures import DUMMY_API_KEY
 
 pytestmark = pytest.mark.desktop
 
 GRAPH = "vnc_use"
-README = Path(__file__).resolve().parents[1] / "README.md"
 _TASK = re.compile(r"click grid (\d+),(\d+)( slowly)?( confirm)?( hold)?")
 _ORACLE = oracle(load_tasks(suite_path("builtin")).tasks)
 #: The VNC password of the desktops ``eval --server`` starts (the server has it as
@@ -253,10 +253,10 @@ def served_run(url: str, probe: Probe, runs: Path, task: str) -> list[str]:
 
 
 def _readme_server_commands(url: str, probe: Probe, task: str) -> list[list[str]]:
-    """The ``vnc-use ... --server`` lines of the README's Deployment section, aimed at this
+    """The ``vnc-use ... --server`` lines of docs/deployment/langgraph-server.md, aimed at this
     server, this desktop (its password in ``VNC_PASSWORD_A``) and ``task``."""
-    section = README.read_text("utf-8").split("## Deployment", 1)[1].split("\n## ", 1)[0]
-    lines = [line for line in section.splitlines() if line.startswith("vnc-use ")]
+    text = page("deployment/langgraph-server.md")
+    lines = [line for line in text.splitlines() if line.startswith("vnc-use ")]
     assert len(lines) == 5, lines
     swap = {
         "http://127.0.0.1:2024": url,
@@ -273,7 +273,7 @@ def _readme_server_commands(url: str, probe: Probe, task: str) -> list[list[str]
 
 
 def test_the_readme_server_commands(server: LangGraphDev, probe: Probe, tmp_path: Path) -> None:
-    """The README's Deployment commands, as written: run (pauses: the policy asks for
+    """The docs' Deployment commands, as written: run (pauses: the policy asks for
     click_at), runs (waiting first), approve (the click lands), deny (nothing waits), resume
     (nothing left to do)."""
     gx, gy, pixel = _grid(probe)
@@ -396,9 +396,9 @@ def test_resume_decisions_from_inboxes_and_middleware(answer: Any, decision: str
 
 
 def test_the_readme_starts_langgraph_dev_as_these_tests_do() -> None:
-    """The README's ``langgraph dev`` line carries the flags :class:`LangGraphDev` starts the
+    """The docs' ``langgraph dev`` line carries the flags :class:`LangGraphDev` starts the
     server with (offline, no browser or reloader, an explicit port, several jobs)."""
-    (line,) = [x for x in README.read_text("utf-8").splitlines() if "langgraph dev " in x]
+    (line,) = [x for x in all_lines() if "langgraph dev " in x]
     for flag in ("LANGGRAPH_CLI_NO_ANALYTICS=1", "--no-browser", "--no-reload", "--port"):
         assert flag in line
     assert int(line.split("--n-jobs-per-worker ")[1].split()[0]) > 1
@@ -528,10 +528,10 @@ def test_options_that_cannot_apply_on_a_server_are_refused(option: list[str]) ->
 
 @pytest.mark.timeout(120)
 def test_eval_runs_its_tasks_as_threads_on_the_server(server: LangGraphDev, tmp_path: Path) -> None:
-    """README's fleet command (three of the built-in tasks, the oracle as the model): each task
-    a thread of the server, the same results files, the VNC password never sent."""
-    section = README.read_text("utf-8").split("### A fleet", 1)[1].split("\n## ", 1)[0]
-    line = next(x for x in section.splitlines() if x.startswith("vnc-use eval"))
+    """docs/eval.md's fleet command (three of the built-in tasks, the oracle as the model): each
+    task a thread of the server, the same results files, the VNC password never sent."""
+    fleet = section(page("eval.md"), "## A fleet")
+    line = next(x for x in fleet.splitlines() if x.startswith("vnc-use eval"))
     out = tmp_path / "eval"
     only = ["term-note", "term-mkdir", "web-button"]
     argv = line.replace("http://127.0.0.1:2024", server.url).split()[1:]

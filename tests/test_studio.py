@@ -3,7 +3,8 @@
 ``langgraph dev`` loads each ``graphs`` entry of ``langgraph.json`` (``module:name``, a graph
 factory) by importing the module; this test does the same and asks the factory for the graph
 as the server does for schemas and Studio (no run: nothing is opened). The Mermaid drawing of
-the compiled graph is pinned in ``tests/graph.mermaid`` (and shown in the README): a change of
+the compiled graph is pinned in ``tests/graph.mermaid`` (and shown in the docs, on the LangGraph
+Server page): a change of
 nodes or edges must be a deliberate change of the snapshot. Regenerate it with::
 
     VNC_USE_UPDATE_SNAPSHOTS=1 python -m pytest tests/test_studio.py
@@ -24,6 +25,8 @@ from langgraph.store.memory import InMemoryStore
 from langgraph_sdk.runtime import _ReadRuntime  # what the server passes for schema reads
 
 from vnc_use.agent.graph import build_graph
+
+from doc_pages import all_pages, blocks
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAPSHOT = Path(__file__).resolve().parent / "graph.mermaid"
@@ -55,13 +58,14 @@ def test_topology_snapshot() -> None:
         SNAPSHOT.write_text(drawn, "utf-8")
     assert drawn == SNAPSHOT.read_text("utf-8"), (
         "the graph's topology changed; if that is intended, regenerate the snapshot with "
-        "VNC_USE_UPDATE_SNAPSHOTS=1 python -m pytest tests/test_studio.py, and update the README"
+        "VNC_USE_UPDATE_SNAPSHOTS=1 python -m pytest tests/test_studio.py, and update the docs"
     )
     for node in ("observe", "propose", "hitl_gate", "act"):
         assert re.search(rf"^\s*{node}\({node}\)$", drawn, re.M), node
 
 
 def test_readme_shows_the_pinned_topology() -> None:
-    readme = (ROOT / "README.md").read_text("utf-8")
-    blocks = re.findall(r"```mermaid\n(.*?)```", readme, re.S)
-    assert blocks == [SNAPSHOT.read_text("utf-8").rstrip("\n") + "\n"]
+    """The one Mermaid drawing of the docs (docs/deployment/langgraph-server.md) is the
+    snapshot."""
+    drawings = [b for path in all_pages() for b in blocks(path.read_text("utf-8"), "mermaid")]
+    assert drawings == [SNAPSHOT.read_text("utf-8").rstrip("\n") + "\n"]

@@ -1,4 +1,5 @@
-"""The tools a person runs by hand from the README: the test desktop command."""
+"""The tools a person runs by hand from the docs (docs/desktops/vnc-servers.md,
+docs/testing-offline.md): the test desktop command."""
 
 from __future__ import annotations
 

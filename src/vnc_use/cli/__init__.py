@@ -16,6 +16,7 @@ import traceback
 from collections.abc import Sequence
 
 from vnc_use import __version__
+from vnc_use.cli import calibrate as calibrate_commands
 from vnc_use.cli import desktop as desktop_commands
 from vnc_use.cli import eval as eval_commands
 from vnc_use.cli import mcp as mcp_commands
@@ -46,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     report_commands.register(sub)
     mcp_commands.register(sub)
     eval_commands.register(sub)
+    calibrate_commands.register(sub)
     return parser
 
 

@@ -185,7 +185,8 @@ def register(sub: Any) -> None:
         "--dialect",
         default=None,
         metavar="NAME",
-        help="openai-compatible: how the model answers: tools, qwen3-vl, qwen2.5-vl, ui-tars "
+        help="openai-compatible: how the model answers: tools, qwen3-vl, qwen2.5-vl, ui-tars, "
+        "holo, ui-venus, opencua (run vnc-use calibrate to check) "
         "(default: from the model id, else tools)",
     )
     run.add_argument(

@@ -67,11 +67,13 @@ Command line (for people)::
         [--model ID ...] [--max-images K]
 
 (``--api responses`` serves OpenAI's Responses API with the GA computer tool instead: see
-:mod:`vnc_use.testing.openai_responses_standin`.)
-
-prints the base URL (``http://127.0.0.1:N/v1``) and serves until interrupted; every refused
-request is reported on stderr (never an API key). ``script.json`` is a JSON list; each item is
-one reply, one of::
+:mod:`vnc_use.testing.openai_responses_standin`; ``--family holo --runs-dir runs`` with
+optional ``--convention relative|qwen25-pixels|ui-tars-pixels`` and ``--offset DX,DY``
+answers ``vnc-use calibrate`` like a model family instead of a script, rightly or wrongly on
+purpose: see :mod:`vnc_use.testing.openai_families`, which also has ``family_reply`` for
+scripts.) It prints the base URL (``http://127.0.0.1:N/v1``) and serves until interrupted;
+every refused request is reported on stderr (never an API key). ``script.json`` is a JSON
+list; each item is one reply, one of::
 
     {"content": "Thought: ...\\nAction: click(start_box='(100,200)')"}
     {"content": "<tool_call>\\n{\\"name\\": \\"computer_use\\", ...}\\n</tool_call>"}
@@ -647,6 +649,24 @@ def _print_violation(violation: Violation) -> None:
     )
 
 
+def _script(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Any:
+    if args.family:
+        from vnc_use.testing.openai_families import TargetClicker
+
+        try:
+            dx, dy = (float(v) for v in args.offset.split(","))
+        except ValueError:
+            parser.error("--offset takes DX,DY, e.g. 40,-25")
+        return TargetClicker(
+            args.family, args.runs_dir, convention=args.convention, offset=(dx, dy)
+        )
+    with open(args.script, encoding="utf-8") as fh:
+        items = json.load(fh)
+    if not isinstance(items, list):
+        parser.error("the script must be a JSON list")
+    return [Reply.from_json(i) for i in items]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry: serve a JSON script until interrupted (``--api responses``: the
     Responses API stand-in, :mod:`vnc_use.testing.openai_responses_standin`)."""
@@ -667,7 +687,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="chat: POST /v1/chat/completions (default); responses: POST /v1/responses with "
         "the GA computer tool (see vnc_use.testing.openai_responses_standin)",
     )
-    parser.add_argument("--script", required=True, help="JSON file: a list of reply items")
+    parser.add_argument("--script", help="JSON file: a list of reply items")
+    parser.add_argument(
+        "--family",
+        choices=("tools", "qwen3-vl", "qwen2.5-vl", "ui-tars", "holo", "ui-venus", "opencua"),
+        help="instead of --script: click the calibration target each request names, in this "
+        "family's format (for vnc-use calibrate; see vnc_use.testing.openai_families)",
+    )
+    parser.add_argument(
+        "--runs-dir", default="runs", help="--family: where vnc-use calibrate makes its runs"
+    )
+    parser.add_argument(
+        "--convention",
+        choices=("relative", "qwen25-pixels", "ui-tars-pixels"),
+        help="--family: answer in this coordinate convention instead of the family's own",
+    )
+    parser.add_argument(
+        "--offset",
+        default="0,0",
+        metavar="DX,DY",
+        help="--family: add this many screen pixels to every click",
+    )
     parser.add_argument("--port", type=int, default=0, help="port (default: any free port)")
     parser.add_argument(
         "--model",
@@ -682,12 +722,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         help=f"images accepted in one request (default: {DEFAULT_MAX_IMAGES}; 0: none)",
     )
     args = parser.parse_args(argv)
-    with open(args.script, encoding="utf-8") as fh:
-        items = json.load(fh)
-    if not isinstance(items, list):
-        parser.error("the script must be a JSON list")
+    if (args.script is None) == (args.family is None):
+        parser.error("give either --script or --family")
     standin = OpenAIStandIn(
-        [Reply.from_json(i) for i in items],
+        _script(parser, args),
         models=args.models or DEFAULT_MODEL,
         max_images=args.max_images,
         port=args.port,
@@ -705,4 +743,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    # the imported module's main, so that its Reply is the one vnc_use.testing.openai_families
+    # builds (as __main__ this file's classes are other objects)
+    from vnc_use.testing.openai_standin import main as _main
+
+    raise SystemExit(_main())
