@@ -141,6 +141,11 @@ COVERED: list[tuple[str, tuple[str, ...]]] = [
         ),
     ),
     (r"vnc-use (runs|show \S+|report \S+( --gif)?)", ("test_readme_history_commands",)),
+    # stalls and cost
+    (
+        r"vnc-use (run --task \"Rename the file to report\.txt\" .*|resume THREAD_ID( .*)?)",
+        ("test_the_commands_of_the_cost_and_stalls_page",),
+    ),
     (
         r"vnc-use run --vnc localhost::5901 --sensitive pin --task \"Unlock the screen with"
         r" \{\{pin\}\}\"",

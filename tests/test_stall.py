@@ -9,6 +9,7 @@ scrolling, waiting for a slow draw and clicking a counter change the screen and 
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,10 +17,12 @@ from typing import Any
 
 import pytest
 
+from test_docs import shell_commands
 from vnc_use import VncUseAgent
 from vnc_use.agent import stall
 from vnc_use.agent.context import AgentSettings
 from vnc_use.cli import main
+from vnc_use.desktops.vnc import VNCController
 from vnc_use.providers.gemini.planner import GeminiComputerUse
 from vnc_use.record.report import load_run
 from vnc_use.status import RunStatus
@@ -28,6 +31,7 @@ from vnc_use.testing.gemini_standin import FunctionCallSpec, GeminiStandIn, Repl
 from vnc_use.testing.probe import BAR_SEGMENTS, ProbeLog
 
 from desktop_fixtures import Probe
+from doc_pages import page
 from gemini_fixtures import DUMMY_API_KEY, FAST_RETRY
 
 pytestmark = pytest.mark.desktop
@@ -78,6 +82,16 @@ def calls(name: str, times: int, **args: Any) -> list[Reply]:
     return [Reply.calls(FunctionCallSpec(name, **args)) for _ in range(times)]
 
 
+def park_pointer(probe: Probe, x: int, y: int) -> None:
+    """Put the mouse pointer where the model will click: the pointer's own move (drawn in
+    the screenshots) is then no change of the screen the test is about."""
+    with VNCController(timeout=10.0, connect_timeout=5.0).connect(
+        probe.desktop.server, probe.desktop.password
+    ) as vnc:
+        vnc.move(x, y)
+        vnc.round_trip()
+
+
 def notes(standin: GeminiStandIn) -> list[str | None]:
     """The note of every function response the model got, in order."""
     return [r["response"].get("note") for r in standin.function_responses()]
@@ -99,6 +113,7 @@ def test_clicking_a_static_canvas_is_noted_then_stuck_exit_8_and_resumable(
 ) -> None:
     x, y = grid(*CANVAS)
     standin.script([*calls("click_at", 10, x=x, y=y), Reply.text("Done.")])
+    park_pointer(probe, *CANVAS)
     monkeypatch.setenv("VNC_PASSWORD", probe.desktop.password)
     runs = str(tmp_path / "runs")
     common = ["--runs-dir", runs, "--vnc", probe.desktop.server, "--quiet"]
@@ -245,3 +260,39 @@ def test_max_cost_on_the_command_line_then_resume_with_a_higher_cap(
     saved = json.loads((runs / "c" / "run.json").read_text())
     assert saved["status"] == "done" and saved["cost_usd"] == pytest.approx(4.0)
     assert saved["max_cost"] == 10
+
+
+def test_the_commands_of_the_cost_and_stalls_page(
+    probe: Probe, standin: GeminiStandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every command of docs/cost-and-stalls.md, in its order, with this desktop's address and
+    the stand-in: a stall ends stuck (8), resume finishes it, --stall-after 0 clicks on,
+    --price prices the run, --max-cost stops it (5) and resume --max-cost finishes it."""
+    commands = [shlex.split(c)[1:] for c in shell_commands(page("cost-and-stalls.md"))]
+    assert [c[0] for c in commands] == ["run", "run", "resume", "run", "run", "resume"]
+    park_pointer(probe, *CANVAS)
+    monkeypatch.setenv("VNC_PASSWORD", probe.desktop.password)
+    runs = tmp_path / "runs"
+    here = ["--vnc", probe.desktop.server, "--runs-dir", str(runs), "--quiet"]
+    x, y = grid(*CANVAS)
+    big = {"promptTokenCount": 400_000, "candidatesTokenCount": 0}  # $0.50 at 1.25/10
+    scripts = [
+        calls("click_at", 10, x=x, y=y),
+        [*calls("click_at", 5, x=x, y=y), Reply.text("Done.")],
+        [Reply.text("The canvas does not react.")],
+        [Reply(200, {**Reply.text("Done.").body, "usageMetadata": big})],
+        [Reply(200, {**r.body, "usageMetadata": big}) for r in calls("click_at", 1, x=x, y=y)],
+        [Reply.text("Done.")],
+    ]
+    expected = [8, 0, 0, 0, 5, 0]
+    threads = ["stalled", "unwatched", "stalled", "priced", "capped", "capped"]
+    for argv, script, code, thread in zip(commands, scripts, expected, threads, strict=True):
+        standin.script(script)
+        if argv[0] == "run":
+            argv = [*argv, "--thread-id", thread]
+        argv = [thread if a == "THREAD_ID" else a for a in argv]
+        assert main([*argv, *here]) == code, argv
+    saved = {t: json.loads((runs / t / "run.json").read_text()) for t in set(threads)}
+    assert saved["priced"]["cost_usd"] == pytest.approx(0.5)
+    assert saved["capped"]["status"] == "done" and saved["capped"]["max_cost"] == 1.0
+    assert saved["unwatched"]["status"] == "done" and saved["unwatched"]["stall_after"] == 0
