@@ -296,3 +296,13 @@ def test_report_view_reads_the_cost(tmp_path: Path) -> None:
     )
     view = load_run(folder)
     assert not view.priced and view.cost_usd is None
+
+
+def test_mcp_run_task_results_carry_the_cost(tmp_path: Path) -> None:
+    from vnc_use.agent.state import RunResult
+    from vnc_use.mcp_server.runs import outcome
+
+    known = RunResult(RunStatus.DONE, "t", str(tmp_path), cost_usd=0.25)
+    assert outcome(known)["cost_usd"] == 0.25
+    unknown = RunResult(RunStatus.COST_LIMIT, "t", str(tmp_path), error="cap")
+    assert outcome(unknown)["cost_usd"] is None and outcome(unknown)["status"] == "cost_limit"

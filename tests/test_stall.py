@@ -296,3 +296,43 @@ def test_the_commands_of_the_cost_and_stalls_page(
     assert saved["priced"]["cost_usd"] == pytest.approx(0.5)
     assert saved["capped"]["status"] == "done" and saved["capped"]["max_cost"] == 1.0
     assert saved["unwatched"]["status"] == "done" and saved["unwatched"]["stall_after"] == 0
+
+
+# -- the note reaches every provider's model (a FakeDesktop: the same click draws the same) ----
+
+
+def test_claude_gets_the_note_in_its_tool_result_then_the_run_is_stuck(tmp_path: Path) -> None:
+    from vnc_use.providers.anthropic.planner import AnthropicPlanner
+    from vnc_use.testing import FakeDesktop
+    from vnc_use.testing.anthropic_standin import Action, AnthropicStandIn
+    from vnc_use.testing.anthropic_standin import Reply as ClaudeReply
+
+    click = ClaudeReply.act(Action("left_click", {"coordinate": [100, 100]}))
+    with AnthropicStandIn([click] * 8, expected_api_key="sk-ant-test") as server:
+        planner = AnthropicPlanner(
+            "claude-opus-4-8", api_key="sk-ant-test", base_url=server.base_url, max_retries=0
+        )
+        with VncUseAgent(desktop=FakeDesktop(640, 400), planner=planner, runs_dir=tmp_path) as a:
+            result = a.run(task="click", thread_id="claude")
+        texts = [json.dumps(r.tool_results()) for r in server.requests[1:]]
+    # the first click draws its mark (a change); the next four change nothing
+    assert result.status == RunStatus.STUCK and result.steps == stall.DEFAULT_STALL_AFTER + 2
+    noted = [i for i, t in enumerate(texts) if "changed nothing on the screen" in t]
+    assert noted and noted[0] <= 4
+
+
+def test_openai_gets_the_note_with_its_call_output_then_the_run_is_stuck(tmp_path: Path) -> None:
+    from vnc_use.providers.openai.planner import OpenAIPlanner
+    from vnc_use.testing import FakeDesktop
+    from vnc_use.testing.openai_responses_standin import OpenAIResponsesStandIn, Turn
+
+    click = Turn.call({"type": "click", "x": 10, "y": 10, "button": "left"})
+    with OpenAIResponsesStandIn([click] * 8) as server:
+        planner = OpenAIPlanner("gpt-5.5", api_key="sk-test", base_url=server.base_url)
+        with VncUseAgent(desktop=FakeDesktop(640, 400), planner=planner, runs_dir=tmp_path) as a:
+            result = a.run(task="click", thread_id="openai")
+        texts = [json.dumps(r.items()) for r in server.requests[1:]]
+    # the first click draws its mark (a change); the next four change nothing
+    assert result.status == RunStatus.STUCK and result.steps == stall.DEFAULT_STALL_AFTER + 2
+    noted = [i for i, t in enumerate(texts) if "changed nothing on the screen" in t]
+    assert noted and noted[0] <= 4

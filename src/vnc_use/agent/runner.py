@@ -425,6 +425,9 @@ class VncUseAgent:
         self.settings.step_limit = max(
             self.settings.step_limit, len(recording.steps) - planner.start + 1
         )
+        # a replay performs what was recorded: actions that changed nothing then are no
+        # stall now (its screens are checked against the recording instead)
+        self.settings.stall_after = 0
         return self.run(recording.task, thread_id=new_id)
 
     def _planner_of(self, thread_id: str) -> Planner:
