@@ -28,11 +28,12 @@ __all__ = ["DEFAULT_STALL_AFTER", "NEAR", "STALL_TOLERANCE", "StallCheck", "obse
 
 DEFAULT_STALL_AFTER = 4
 """Actions in a row that change nothing before the model is told (``--stall-after``)."""
-STALL_TOLERANCE = 0.05
-"""Percent of the screen's cells (8 of the 160x100) that may differ while the screen still
-counts as the same: a blinking text cursor (3 cells on a 1440x900 screen, 4 on 1024x768)
-is no change; a typed word (14 cells for "hello" in the probe's entry) or a counter's digit
-in a big font (11 or more) is. A single typed letter (5 cells) is not seen."""
+STALL_TOLERANCE = 0.02
+"""Percent of the screen's cells (3 of the 160x100) that may differ while the screen still
+counts as the same: a blinking text cursor on a 1440x900 screen (3 cells) is no change; a
+typed letter (5 cells), a small mark or tick (4 or more) is. A cursor that spans 4 cells (on
+a 1024x768 screen) counts as a change the first time it blinks; from then on both of its
+states are screens already seen (below)."""
 NEAR = 15
 """Grid units (of 0-999) within which two targets are the same place."""
 CYCLES = (2, 3)

@@ -32,7 +32,8 @@ For settle-detection tests and benchmarks the probe can also keep the screen bus
 For stall-detection tests (``ready`` carries each box it shows):
 
 * ``--static``: a click on the canvas changes nothing on the screen (no square, no status
-  echo): a model clicking it again and again sees the same screen;
+  echo, no blinking cursor in the entry): a model clicking it again and again sees the same
+  screen;
 * ``--counter``: a button (box ``counter``) whose big number goes up by one on every left
   click on it (events ``counter`` with ``n``);
 * ``--list N``: a list of N lines (box ``list``) that the mouse wheel scrolls;
@@ -362,6 +363,8 @@ class _Extras:
         self.boxes: dict[str, list[int]] = {}
         self.count = 0
         self.bar_job: str | None = None
+        if self.static:  # a screen that stays as it is: the entry's cursor does not blink
+            probe.entry.configure(insertofftime=0)
         width, height = probe.size
         canvas = probe.canvas
         if options.get("counter"):
