@@ -15,6 +15,7 @@ from typing import Any
 
 from vnc_use.agent.costs import run_cost
 from vnc_use.agent.state import RunResult
+from vnc_use.record import run_record
 from vnc_use.record.folder import RunFolder
 from vnc_use.status import RunStatus
 
@@ -75,6 +76,6 @@ def record_outcome(folder: RunFolder, result: RunResult) -> None:
         cost_usd=result.cost_usd,
     )
     # run.json says how the run stands too (the settings file a person opens first)
-    folder.update_json(
-        "run.json", status=result.status.value, reason=result.error, cost_usd=result.cost_usd
+    run_record.update(
+        folder, status=result.status.value, reason=result.error, cost_usd=result.cost_usd
     )

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from vnc_use import config as env
 from vnc_use.agent.spec import RunSpec
 from vnc_use.desktops.region import ScreenRegion
+from vnc_use.record import run_record
 from vnc_use.record.folder import RunFolder
 
 if TYPE_CHECKING:
@@ -47,7 +48,7 @@ def connect_leg(
     bridge.start()
     try:
         rdp = bridge.describe()
-        folder.update_json("run.json", vnc_server=rdp["label"], rdp=rdp)
+        run_record.update(folder, vnc_server=rdp["label"], rdp=rdp)
         controller.keyboard = RDP_KEYBOARD
         return controller.connect(bridge.server, bridge.vnc_password), bridge
     except BaseException:

@@ -1,9 +1,9 @@
 """``VncUseAgent``: the public face of the agent, and its durable runs.
 
 The graph itself (nodes, routing) is in :mod:`vnc_use.agent.graph`; this module compiles it with a
-checkpointer (SQLite in the runs folder, or PostgreSQL: :mod:`vnc_use.agent.storage`), connects
+checkpointer (SQLite in the runs folder, or PostgreSQL: :mod:`vnc_use.store.storage`), connects
 the desktop and the model, holds the desktop's lease while the run acts
-(:mod:`vnc_use.agent.lease`), and turns the graph's state into a
+(:mod:`vnc_use.store.lease`), and turns the graph's state into a
 :class:`~vnc_use.agent.state.RunResult`. A run's id is its LangGraph thread id, so ``approve``,
 ``deny`` and ``resume`` work from any process that opens the same ``runs_dir`` and checkpoints.
 """
@@ -11,7 +11,6 @@ the desktop and the model, holds the desktop's lease while the run acts
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import tempfile
 import threading
@@ -32,12 +31,9 @@ from vnc_use import config
 from vnc_use.agent import approval as safety
 from vnc_use.agent import stall
 from vnc_use.agent.graph import AgentContext, AgentSettings, build_graph
-from vnc_use.agent.journal import import_jsonl
-from vnc_use.agent.lease import DEFAULT_LEASE_TIMEOUT
 from vnc_use.agent.outcome import record_outcome, run_outcome
 from vnc_use.agent.spec import RunSpec
 from vnc_use.agent.state import CUAState, RunResult
-from vnc_use.agent.storage import CHECKPOINT_DB, open_storage, storage_for_checkpointer
 from vnc_use.agent.stream import to_custom_stream
 from vnc_use.desktops.address import parse_server
 from vnc_use.desktops.base import Desktop
@@ -55,9 +51,13 @@ from vnc_use.errors import (
 from vnc_use.providers.base import Planner
 from vnc_use.providers.pricing import price_for
 from vnc_use.providers.registry import make_planner
+from vnc_use.record import run_record
 from vnc_use.record.folder import RunFolder, check_thread_id
 from vnc_use.record.report import ReportOnRunEnd
 from vnc_use.replay.compare import DEFAULT_TOLERANCE
+from vnc_use.store.journal import import_jsonl
+from vnc_use.store.lease import DEFAULT_LEASE_TIMEOUT
+from vnc_use.store.storage import CHECKPOINT_DB, open_storage, storage_for_checkpointer
 from vnc_use.status import RunStatus
 
 if TYPE_CHECKING:  # imported when first connecting: Twisted stays out of desktop= runs
@@ -81,9 +81,9 @@ class VncUseAgent:
     :meth:`approve`, :meth:`deny` and :meth:`resume` work from any process. ``checkpointer``
     keeps them elsewhere: a ``postgresql://`` URL (or a ``PostgresSaver``) for runs that
     several machines share, or any LangGraph checkpointer; the action journal goes into the same
-    database (:mod:`vnc_use.agent.storage`). A run holds its desktop's lease while it acts
-    (:mod:`vnc_use.agent.lease`); another run on the same desktop waits up to
-    ``lease_timeout`` seconds, then fails with :class:`~vnc_use.agent.lease.LeaseBusy`.
+    database (:mod:`vnc_use.store.storage`). A run holds its desktop's lease while it acts
+    (:mod:`vnc_use.store.lease`); another run on the same desktop waits up to
+    ``lease_timeout`` seconds, then fails with :class:`~vnc_use.store.lease.LeaseBusy`.
     ``screen_size`` is only a hint: the real size of every screenshot is what coordinates are
     scaled to.
     ``screen_region`` (``"WxH+X+Y"``, see :mod:`vnc_use.desktops.region`) is the part of the
@@ -329,9 +329,9 @@ class VncUseAgent:
         desktop = self.desktop
         where = self._where(desktop)
         folder = self._folder(thread_id)
-        folder.write_json(
-            "run.json",
+        record = run_record.RunRecord.from_json(
             {
+                "kind": "local",
                 "thread_id": thread_id,
                 "task": task,
                 **where,
@@ -348,8 +348,9 @@ class VncUseAgent:
                 "sensitive_names": sorted(self.sensitive_text),
                 "checkpointer": self.storage.described,  # never its password
                 "started": time.time(),
-            },
+            }
         )
+        run_record.write(folder, record)
         started = {k: where[k] for k in ("desktop", "vnc_server", "security", "rdp") if k in where}
         folder.event("run_started", thread_id=thread_id, task=task, **started)
         initial: CUAState = {
@@ -439,14 +440,10 @@ class VncUseAgent:
             return self._replays[thread_id]
         if isinstance(self.planner, ReplayPlanner):
             return self.planner
-        path = self.runs_dir / thread_id / "run.json"
-        try:
-            saved = json.loads(path.read_text("utf-8"))
-        except (OSError, ValueError):
+        record = run_record.load(self.runs_dir / thread_id)
+        if record is None or record.provider != PROVIDER:
             return self.planner
-        if not isinstance(saved, dict) or saved.get("provider") != PROVIDER:
-            return self.planner
-        planner = replay_planner_from_settings(saved, healer=self.planner)
+        planner = replay_planner_from_settings(record.settings(), healer=self.planner)
         self._replays[thread_id] = planner
         return planner
 
@@ -513,7 +510,7 @@ class VncUseAgent:
                 after=values.get("status"),
                 max_cost=self.settings.max_cost,
             )
-            folder.update_json("run.json", max_cost=self.settings.max_cost)
+            run_record.update(folder, max_cost=self.settings.max_cost)
             return self._invoke(None, thread_id, folder)
 
     def _check_cost_cap(self, planner: Planner) -> None:

@@ -37,18 +37,19 @@ from langgraph.types import StateSnapshot
 from vnc_use import config as env
 from vnc_use.agent.context import AgentContext
 from vnc_use.agent.graph import build_graph
-from vnc_use.agent.lease import Lease
 from vnc_use.agent.outcome import record_outcome, run_outcome
 from vnc_use.agent.rdp_leg import connect_leg
 from vnc_use.agent.spec import SPEC_NAMESPACE, RunSpec
 from vnc_use.agent.state import CUAState, RunResult
-from vnc_use.agent.storage import Storage, open_storage
 from vnc_use.agent.stream import to_custom_stream
 from vnc_use.desktops.base import Desktop
 from vnc_use.desktops.service import Service
 from vnc_use.errors import ConfigError, ServedRunError, VncUseError
+from vnc_use.record import run_record
 from vnc_use.record.folder import RunFolder
 from vnc_use.record.report import ReportOnRunEnd
+from vnc_use.store.lease import Lease
+from vnc_use.store.storage import Storage, open_storage
 
 if TYPE_CHECKING:  # the server resolves the annotation with its own ServerRuntime
     from langgraph_sdk.runtime import ServerRuntime
@@ -80,8 +81,8 @@ class LiveRun:
         task = state.get("task", "")
         thread_id = self.folder.thread_id
         security = _security_json(getattr(self.desktop, "security", None))
-        self.folder.update_json(
-            "run.json", task=task, started=time.time(), security=security, status="running"
+        run_record.update(
+            self.folder, task=task, started=time.time(), security=security, status="running"
         )
         self.folder.event(
             "run_started",
@@ -159,11 +160,11 @@ def open_live(spec: RunSpec, thread_id: str) -> LiveRun:
         )
         folder.add_listener(to_custom_stream)
         folder.add_listener(ReportOnRunEnd(folder))  # report.html at every pause and end
-        if not (folder.path / "run.json").exists():
-            settings = {"thread_id": thread_id, "served": True, **spec.to_json()}
-            folder.write_json("run.json", settings)
+        if run_record.load(folder.path) is None:
+            record = {"thread_id": thread_id, "kind": "served", "served": True, **spec.to_json()}
+            run_record.write(folder, run_record.RunRecord.from_json(record))
         else:  # a later leg: a cap raised on resume (--max-cost) is the run's cap now
-            folder.update_json("run.json", max_cost=spec.max_cost)
+            run_record.update(folder, max_cost=spec.max_cost)
         desktop, bridge = connect_leg(spec, password, folder)  # an RDP spec: a bridge too
     except BaseException:
         try:

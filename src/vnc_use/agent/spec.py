@@ -19,10 +19,10 @@ from typing import Any
 
 from vnc_use.agent import approval as safety
 from vnc_use.agent.context import AgentSettings
-from vnc_use.agent.lease import DEFAULT_LEASE_TIMEOUT
 from vnc_use.agent.stall import DEFAULT_STALL_AFTER
 from vnc_use.errors import ConfigError
 from vnc_use.providers.base import Planner
+from vnc_use.store.lease import DEFAULT_LEASE_TIMEOUT
 
 __all__ = ["SPEC_NAMESPACE", "RunSpec"]
 

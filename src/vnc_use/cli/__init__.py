@@ -15,7 +15,6 @@ import sys
 import traceback
 from collections.abc import Sequence
 
-from vnc_use import __version__
 from vnc_use.cli import calibrate as calibrate_commands
 from vnc_use.cli import desktop as desktop_commands
 from vnc_use.cli import eval as eval_commands
@@ -24,6 +23,7 @@ from vnc_use.cli import report as report_commands
 from vnc_use.cli import run as run_commands
 from vnc_use.cli.common import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE
 from vnc_use.errors import ConfigError, VncUseError
+from vnc_use.version import __version__
 
 __all__ = ["build_parser", "main"]
 

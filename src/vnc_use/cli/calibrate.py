@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import time
@@ -76,7 +75,7 @@ def register(sub: Any) -> None:
 def _target(args: argparse.Namespace) -> tuple[str, str | None, str]:
     """(VNC address, password, X display) of the desktop to calibrate on."""
     if args.vnc:
-        display = os.environ.get("DISPLAY", "")
+        display = config.x_display() or ""
         if not display:
             raise ConfigError(
                 "--vnc needs DISPLAY set to the X display that VNC server shows (e.g. "
@@ -95,7 +94,7 @@ def _target(args: argparse.Namespace) -> tuple[str, str | None, str]:
 def _window(layout_file: Path, display: str) -> Iterator[dict[str, Any]]:
     """The calibration window on ``display`` while the block runs; yields its ready record."""
     ready = layout_file.with_name("window-ready.json")
-    env = {**os.environ, "DISPLAY": display}
+    env = config.environment_with(DISPLAY=display)
     argv = [sys.executable, "-m", "vnc_use.calibration.window"]
     argv += ["--layout", str(layout_file), "--ready", str(ready)]
     log = (layout_file.parent / "window.log").open("wb")

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from vnc_use import config
-from vnc_use.agent.lease import DEFAULT_LEASE_TIMEOUT
 from vnc_use.cli import desktop as desktop_commands
 from vnc_use.cli import progress
 from vnc_use.cli import rdp as rdp_commands
 from vnc_use.cli import server as server_commands
+from vnc_use.cli.ask import ask_approval
 from vnc_use.cli.common import (
     EXIT_CODES,
     EXIT_ERROR,
@@ -30,6 +30,7 @@ from vnc_use.desktops.region import ScreenRegion
 from vnc_use.errors import ConfigError
 from vnc_use.providers.pricing import format_cost
 from vnc_use.replay.compare import DEFAULT_TOLERANCE
+from vnc_use.store.lease import DEFAULT_LEASE_TIMEOUT
 
 if TYPE_CHECKING:  # langgraph is imported when a run starts, not before (an RDP bridge
     # reports an unreachable server within --connect-timeout of the command starting)
@@ -345,33 +346,6 @@ def command(args: argparse.Namespace) -> int:
     return EXIT_CODES.get(result.status, EXIT_ERROR)
 
 
-def _asker(pending: dict[str, Any]) -> str:
-    """Who asks: the model, the approval policy (--confirm), or both."""
-    by = pending.get("asked_by", "model")
-    return {"policy": "The approval policy", "model and policy": "The model and the policy"}.get(
-        by, "The model"
-    )
-
-
-def _ask(pending: dict[str, Any]) -> bool:
-    who = _asker(pending)
-    print(f"\n{who} asks for confirmation before {pending['name']}({pending['args']}):")
-    print(f"  {pending['explanation']}")
-    if pending.get("error"):
-        print(f"  the call is invalid and will not run even if allowed: {pending['error']}")
-    if pending.get("pixels"):
-        print(f"  target pixels: {pending['pixels']}")
-    while True:
-        try:
-            answer = input("Allow it? [y/n] ").strip().lower()
-        except EOFError:
-            return False
-        if answer in ("y", "yes"):
-            return True
-        if answer in ("n", "no"):
-            return False
-
-
 def _report(result: RunResult) -> None:
     steps = f"{result.steps} step" + ("" if result.steps == 1 else "s")
     print(f"status: {result.status} (thread {result.thread_id}, {steps})")
@@ -393,16 +367,18 @@ def _report(result: RunResult) -> None:
 
 def _run_settings(args: argparse.Namespace) -> dict[str, Any]:
     """Settings of an existing run (from its run.json), for approve/deny/resume."""
-    path = Path(args.runs_dir) / args.thread_id / "run.json"
+    from vnc_use.record import run_record
+
+    path = run_record.path_of(Path(args.runs_dir) / args.thread_id)
     if not path.exists():
         raise ConfigError(f"no run {args.thread_id!r} in {args.runs_dir} (looked for {path})")
-    saved: dict[str, Any] = json.loads(path.read_text("utf-8"))
-    return saved
+    return run_record.read(path.parent).settings()
 
 
 def _make_agent(args: argparse.Namespace, saved: dict[str, Any] | None, bridge: Any) -> Any:
     from vnc_use.agent import VncUseAgent
     from vnc_use.providers.registry import planner_from_settings
+    from vnc_use.replay.planner import planner_from_run
 
     saved = saved or {}
     if args.vnc_password:
@@ -470,7 +446,7 @@ def _make_agent(args: argparse.Namespace, saved: dict[str, Any] | None, bridge: 
         return VncUseAgent(**kwargs)
     # the run's own planner (provider, model, tools, API version, server), so the model is
     # sent the same tools at the same place after approve/deny/resume
-    kwargs["planner"] = planner_from_settings(saved)
+    kwargs["planner"] = planner_from_run(saved)
     return VncUseAgent(**kwargs)
 
 
@@ -583,6 +559,6 @@ def _drive(args: argparse.Namespace, saved: dict[str, Any] | None, bridge: Any) 
         else:
             result = agent.resume(args.thread_id)
         while result.status == "awaiting_approval" and result.pending_call and sys.stdin.isatty():
-            allowed = _ask(result.pending_call)
+            allowed = ask_approval(result.pending_call)
             result = agent.approve(result.thread_id) if allowed else agent.deny(result.thread_id)
         return result

@@ -22,6 +22,7 @@ from vnc_use.agent.remote import client as _client
 from vnc_use.agent.remote import follow as _follow
 from vnc_use.agent.remote import reaching as _reaching
 from vnc_use.cli import progress
+from vnc_use.cli.ask import ask_approval
 from vnc_use.cli.common import EXIT_CODES, EXIT_DONE, EXIT_ERROR
 from vnc_use.errors import ConfigError
 from vnc_use.record.money import format_cost
@@ -153,9 +154,7 @@ def command(args: argparse.Namespace) -> int:
             _follow(client, tid, show, **leg)
         result = outcome(client, tid)
         while result.status == RunStatus.AWAITING_APPROVAL and sys.stdin.isatty():
-            from vnc_use.cli.run import _ask
-
-            decision = "approve" if _ask(result.pending_call or {}) else "deny"
+            decision = "approve" if ask_approval(result.pending_call or {}) else "deny"
             _follow(client, tid, show, command={"resume": decision})
             result = outcome(client, tid)
     show.close()

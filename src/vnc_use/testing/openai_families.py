@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from vnc_use.providers.openai_compat.resize import QWEN25_VL, UI_TARS, smart_resize
-from vnc_use.testing.openai_standin import Reply, ToolCall
+from vnc_use.testing.openai_replies import Reply, ToolCall
 
 __all__ = [
     "CONVENTIONS",

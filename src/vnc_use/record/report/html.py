@@ -14,7 +14,6 @@ import json
 import time
 from html import escape
 
-from vnc_use import __version__
 from vnc_use.record import timefmt
 from vnc_use.record.money import format_cost
 from vnc_use.record.report.describe import call_text, grid_pixels, intent, typed_text
@@ -28,6 +27,7 @@ from vnc_use.record.report.model import (
     StepView,
 )
 from vnc_use.status import RunStatus
+from vnc_use.version import __version__
 
 __all__ = ["STATUS_TEXT", "render_html"]
 
