@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 
-from test_docs import shell_commands
 from vnc_use import VncUseAgent
 from vnc_use.agent import stall
 from vnc_use.agent.context import AgentSettings
@@ -31,7 +30,7 @@ from vnc_use.testing.gemini_standin import FunctionCallSpec, GeminiStandIn, Repl
 from vnc_use.testing.probe import BAR_SEGMENTS, ProbeLog
 
 from desktop_fixtures import Probe
-from doc_pages import page
+from doc_pages import page, shell_commands
 from gemini_fixtures import DUMMY_API_KEY, FAST_RETRY
 
 pytestmark = pytest.mark.desktop

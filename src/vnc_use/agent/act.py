@@ -27,8 +27,8 @@ from vnc_use.agent.state import (
     TranscriptEntry,
 )
 from vnc_use.errors import VncConnectionError, VncError
-from vnc_use.replay.compare import difference
 from vnc_use.providers import history
+from vnc_use.replay.compare import difference
 from vnc_use.store.journal import Outcome, call_key
 
 

@@ -55,10 +55,10 @@ from vnc_use.record import run_record
 from vnc_use.record.folder import RunFolder, check_thread_id
 from vnc_use.record.report import ReportOnRunEnd
 from vnc_use.replay.compare import DEFAULT_TOLERANCE
+from vnc_use.status import RunStatus
 from vnc_use.store.journal import import_jsonl
 from vnc_use.store.lease import DEFAULT_LEASE_TIMEOUT
 from vnc_use.store.storage import CHECKPOINT_DB, open_storage, storage_for_checkpointer
-from vnc_use.status import RunStatus
 
 if TYPE_CHECKING:  # imported when first connecting: Twisted stays out of desktop= runs
     from vnc_use.desktops.vnc import VNCController
