@@ -75,6 +75,15 @@ COVERED: list[tuple[str, tuple[str, ...]]] = [
         ("test_four_steps_over_rdp_with_nla", "test_kept_bridge_serves_runs_and_the_live_view"),
     ),
     (
+        r"vnc-use run --rdp xrdp-host --rdp-user alice --rdp-allow-unverified-login --task \".*\"",
+        ("test_four_steps_on_xrdp_type_exactly_without_caps_lock",),
+    ),
+    (
+        r"vnc-use run --rdp xrdp-host --rdp-user alice --rdp-allow-unverified-login"
+        r" --rdp-paste-text --task \".*\"",
+        ("test_paste_text_puts_unicode_on_xrdp_and_restores_the_clipboard",),
+    ),
+    (
         r"vnc-use (desktop rdp winbox\.local|view --vnc 127\.0\.0\.1::41261)",
         ("test_kept_bridge_serves_runs_and_the_live_view",),
     ),

@@ -165,6 +165,9 @@ def _begin(ctx: AgentContext, state: CUAState) -> _Call:
     return _Call(call, pending, index, step, key, outcome, approved, sha, size)
 
 
+PASTED_NOTE = "text pasted through the RDP clipboard (--rdp-paste-text), not typed"
+"""The note of a step whose text went through the clipboard (see ``desktops.rdp_clipboard``)."""
+
 RESTART_NOTE_KEY = "vnc_use_note"
 """The key of the note added to a custom function's recorded result when a resumed run sends
 it again (a key of vnc-use's own, so it never hides one of the function's)."""
@@ -209,7 +212,10 @@ def _run_action(ctx: AgentContext, c: _Call) -> _Result:
     if isinstance(action, ActionError):
         result.error = action.message
     elif action is not None and c.outcome is Outcome.NEW:
+        pastes = getattr(ctx.desktop, "pastes", 0)
         result.pixels, result.error = _perform(ctx, c, action)
+        if getattr(ctx.desktop, "pastes", 0) > pastes:
+            result.note = PASTED_NOTE
     elif c.outcome is Outcome.DONE:
         result.note = "performed before the agent restarted; not repeated"
     elif c.outcome is Outcome.UNKNOWN:

@@ -40,7 +40,6 @@ def connect_leg(
             spec.vnc_server, password, username=spec.vnc_username, ca_file=spec.vnc_ca
         )
         return desktop, None
-    from vnc_use.desktops.keyboard import RDP_KEYBOARD
     from vnc_use.desktops.rdp import RdpBridge
 
     log_path = folder.path / "freerdp.log"
@@ -49,7 +48,7 @@ def connect_leg(
     try:
         rdp = bridge.describe()
         run_record.update(folder, vnc_server=rdp["label"], rdp=rdp)
-        controller.keyboard = RDP_KEYBOARD
+        controller.keyboard = bridge.keyboard()
         return controller.connect(bridge.server, bridge.vnc_password), bridge
     except BaseException:
         bridge.stop()

@@ -77,6 +77,11 @@ class RunSpec:
     """The remote session's size, ``WxH`` (default 1280x800)."""
     rdp_cert_fingerprint: str | None = None
     """The SHA-256 the RDP server's certificate must have (default: trust on first use)."""
+    rdp_paste_text: bool = False
+    """Text the RDP keyboard cannot type goes through the RDP clipboard and a paste."""
+    rdp_allow_unverified_login: bool = False
+    """Give the credentials to an RDP server without NLA (which checks them in its own login
+    screen, so a wrong password cannot be told from a desktop)."""
     stall_after: int = DEFAULT_STALL_AFTER
     """Actions in a row that change nothing before the model is told; a stall that goes on
     ends the run ``stuck`` (0: off)."""
@@ -145,6 +150,8 @@ class RunSpec:
             size=parse_size(self.rdp_size) if self.rdp_size else DEFAULT_RDP_SIZE,
             fingerprint=parse_fingerprint(pin) if pin else None,
             connect_timeout=self.connect_timeout,
+            allow_unverified_login=self.rdp_allow_unverified_login,
+            paste_text=self.rdp_paste_text,
         )
 
     @property

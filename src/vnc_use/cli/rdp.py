@@ -60,6 +60,24 @@ def add_options(p: argparse.ArgumentParser, *, default_help: str) -> None:
         help="accept only the RDP server certificate with this SHA-256 (default: trust on "
         "first use, recorded under vnc-use's state folder)",
     )
+    _add_login_and_paste(p)
+
+
+def _add_login_and_paste(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--rdp-allow-unverified-login",
+        action="store_true",
+        default=None,
+        help="give the credentials to an RDP server without NLA (such as xrdp), which checks "
+        "them in its own login screen: a wrong password then cannot end the run as an error",
+    )
+    p.add_argument(
+        "--rdp-paste-text",
+        action="store_true",
+        default=None,
+        help="text the RDP keyboard cannot type (beyond US ASCII) goes through the RDP "
+        "clipboard and Ctrl+V; the clipboard is restored after",
+    )
 
 
 def options_from(args: argparse.Namespace, saved: dict[str, Any] | None) -> Any:
@@ -85,7 +103,15 @@ def options_from(args: argparse.Namespace, saved: dict[str, Any] | None) -> Any:
         size=parse_size(size_text) if size_text else DEFAULT_RDP_SIZE,
         fingerprint=parse_fingerprint(pin) if pin else None,
         connect_timeout=timeout or (saved or {}).get("connect_timeout") or 5.0,
+        allow_unverified_login=_flag(args, old, "allow_unverified_login"),
+        paste_text=_flag(args, old, "paste_text"),
     )
+
+
+def _flag(args: argparse.Namespace, old: dict[str, Any], name: str) -> bool:
+    """``--rdp-NAME`` given now, else what the run recorded."""
+    given = getattr(args, f"rdp_{name}", None)
+    return bool(given if given is not None else old.get(name))
 
 
 @contextlib.contextmanager
@@ -119,7 +145,7 @@ def open_bridge(options: Any, log_path: Path) -> Iterator[Any]:
     kept = KeptRdpBridge()
     state = kept.running_for(options.target)
     if state is not None:
-        yield _KeptInUse(kept, state)
+        yield _KeptInUse(kept, state, options)
         return
     with RdpBridge(options, config.rdp_password(), log_path=log_path) as bridge:
         yield bridge
@@ -127,12 +153,10 @@ def open_bridge(options: Any, log_path: Path) -> Iterator[Any]:
 
 def agent_kwargs(bridge: Any) -> dict[str, Any]:
     """What the agent needs to run on the bridge (its VNC password is random, per bridge)."""
-    from vnc_use.desktops.keyboard import RDP_KEYBOARD
-
     return {
         "vnc_server": bridge.server,
         "vnc_password": bridge.vnc_password,
-        "keyboard": RDP_KEYBOARD,
+        "keyboard": bridge.keyboard(),
         "rdp": bridge.describe(),
         "lost_reason": lambda: bridge.ended,
         "reconnect_window_s": 0.0,
@@ -142,14 +166,26 @@ def agent_kwargs(bridge: Any) -> dict[str, Any]:
 class _KeptInUse:
     """The kept bridge, as a run sees it (what :func:`agent_kwargs` reads)."""
 
-    def __init__(self, kept: Any, state: dict[str, Any]) -> None:
+    def __init__(self, kept: Any, state: dict[str, Any], options: Any) -> None:
         self.kept, self.state = kept, state
         self.server: str = state["server"]
         self.vnc_password: str = kept.password()
         self.view_password: str = kept.password(view_only=True)
+        self.paste_text = bool(state["rdp"].get("paste_text"))
+        if options.paste_text and not self.paste_text:
+            raise ConfigError(
+                f"the kept RDP bridge to {state['target']} runs without --rdp-paste-text; "
+                "restart it with it: vnc-use desktop down, then vnc-use desktop rdp "
+                f"{state['target']} --rdp-paste-text"
+            )
 
     def describe(self) -> dict[str, Any]:
         return dict(self.state["rdp"])
+
+    def keyboard(self) -> Any:
+        from vnc_use.desktops.rdp import bridge_keyboard
+
+        return bridge_keyboard(self.paste_text, self.state["display"], self.kept.log_path)
 
     @property
     def ended(self) -> str | None:
@@ -175,6 +211,7 @@ def register_desktop_rdp(actions: Any) -> None:
     p.add_argument("--rdp-size", default=None, metavar="WxH", help="default 1280x800")
     p.add_argument("--rdp-cert-fingerprint", default=None, metavar="SHA256")
     p.add_argument("--connect-timeout", type=float, default=None, metavar="S", help="default 5")
+    _add_login_and_paste(p)
     p.set_defaults(func=command_rdp, rdp=None, vnc=None)
 
 
@@ -191,6 +228,8 @@ def command_rdp(args: argparse.Namespace) -> int:
     print(f"RDP bridge {what}: {rdp['label']} at {state['server']} (display {state['display']})")
     if rdp.get("cert_sha256"):
         print(f"  certificate:      SHA-256 {rdp['cert_sha256']} ({rdp.get('cert_trust')})")
+    if rdp.get("nla") is False:
+        print(f"  login:            {rdp.get('protocol')} without NLA: the server checks it itself")
     print(f"  watch it live:    vnc-use view --vnc {state['server']}")
     print(f'  give it a task:   vnc-use run --rdp {state["target"]} --task "..."')
     print(f"  FreeRDP's log:    {kept.log_path}")

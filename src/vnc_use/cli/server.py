@@ -110,6 +110,8 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
         rdp_domain=args.rdp_domain,
         rdp_size=args.rdp_size,
         rdp_cert_fingerprint=args.rdp_cert_fingerprint,
+        rdp_paste_text=bool(getattr(args, "rdp_paste_text", None)),
+        rdp_allow_unverified_login=bool(getattr(args, "rdp_allow_unverified_login", None)),
         max_cost=args.max_cost,
         price=list(args.price) if args.price else None,
     )

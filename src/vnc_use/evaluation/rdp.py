@@ -30,7 +30,6 @@ class RdpSlot:
         self._bridge: Any = None
 
     def open(self) -> EvalDesktop:
-        from vnc_use.desktops.keyboard import RDP_KEYBOARD
         from vnc_use.desktops.rdp import RdpBridge
 
         if self._bridge is None or self._bridge.ended:
@@ -42,7 +41,7 @@ class RdpSlot:
         bridge = self._bridge
         env = command_environment(VNC_SERVER=bridge.server, **config.child_environment(("HOME",)))
         agent = {  # as for `vnc-use run --rdp` (cli.rdp.agent_kwargs)
-            "keyboard": RDP_KEYBOARD,
+            "keyboard": bridge.keyboard(),
             "rdp": bridge.describe(),
             "lost_reason": lambda: bridge.ended,
             "reconnect_window_s": 0.0,

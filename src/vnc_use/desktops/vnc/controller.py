@@ -8,6 +8,7 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import operator
+import struct
 import threading
 import time
 from collections.abc import Callable
@@ -22,7 +23,12 @@ from twisted.python.failure import Failure
 
 from vnc_use.desktops.address import parse_server
 from vnc_use.desktops.base import CaptureRule, Settled
-from vnc_use.desktops.keyboard import KeyboardLimits
+from vnc_use.desktops.keyboard import (
+    KeyboardLimits,
+    KeyEvent,
+    combo_scancode_events,
+    scancode_events,
+)
 from vnc_use.desktops.png import encode_png
 from vnc_use.desktops.region import ScreenRegion, check_framebuffer
 from vnc_use.desktops.rfb_security import (
@@ -47,7 +53,13 @@ from vnc_use.desktops.vnc.client import (
     _VencryptUnusable,
     reactor,
 )
-from vnc_use.desktops.vnc.keys import _keysym, _maybe_unmapped, _text_keysyms, to_vnc_keys
+from vnc_use.desktops.vnc.keys import (
+    QEMU_KEYS,
+    _keysym,
+    _maybe_unmapped,
+    _text_events,
+    to_vnc_keys,
+)
 from vnc_use.errors import (
     ConfigError,
     VncConnectionError,
@@ -74,6 +86,9 @@ PIXELS_PER_PAGE = 400
 #: the screen unchanged for ``quiet`` s (a window manager's focus change redraws decorations),
 #: at most ``max_wait`` s on a screen that keeps changing.
 INPUT_SETTLE = SettlePolicy(quiet=0.05, max_wait=0.5)
+#: How :meth:`VNCController.type_text` waits after a paste before pressing Return: the app
+#: inserts the text once it has fetched it through the RDP clipboard.
+PASTE_SETTLE = SettlePolicy(quiet=0.2, max_wait=2.0)
 
 
 _BUTTONS = {"up": 4, "down": 5, "left": 6, "right": 7}
@@ -99,6 +114,8 @@ class VNCController:
     #: Limits of the keyboard path behind the server (the RDP bridge's: ASCII only, a pause
     #: before pressing a key again); None: any Unicode, at full speed.
     keyboard: KeyboardLimits | None = None
+    #: How many texts :meth:`type_text` pasted (``--rdp-paste-text``) instead of typing.
+    pastes: int = 0
 
     def __init__(self, *, timeout: float = 10.0, connect_timeout: float = 5.0) -> None:
         if timeout <= 0 or connect_timeout <= 0:
@@ -481,8 +498,14 @@ class VNCController:
         sends Return after the text.
         """
         limits = self.keyboard
+        if limits is not None and limits.paster is not None and not limits.typeable(text):
+            self._paste_text(limits, text, press_enter, clear_first)
+            return
         if limits is not None:
             limits.refuse_untypeable(text)
+        if limits is not None and limits.scancodes and self._scancodes_ok():
+            self._type_scancodes(limits, text, press_enter, clear_first)
+            return
         events: list[tuple[int, bool]] = []
         if clear_first:
             ctrl, a, bsp = _keysym("ctrl"), _keysym("a"), _keysym("bsp")
@@ -495,8 +518,7 @@ class VNCController:
                 events = []
                 self.round_trip()
                 time.sleep(limits.repeat_gap)
-            for sym in _text_keysyms(part):
-                events += [(sym, True), (sym, False)]
+            events += _text_events(part)
         if press_enter:
             ret = _keysym("enter")
             events += [(ret, True), (ret, False)]
@@ -507,9 +529,66 @@ class VNCController:
 
         Keys go down in order and come up in reverse order.
         """
-        syms = [_keysym(name) for name in to_vnc_keys(keys)]
+        names = to_vnc_keys(keys)
+        syms = [_keysym(name) for name in names]
+        if self.keyboard is not None and self.keyboard.scancodes and self._scancodes_ok():
+            coded = combo_scancode_events(names)
+            if coded is not None:
+                self._send_scancodes(coded, "a key combination")
+                return
         events = [(s, True) for s in syms] + [(s, False) for s in reversed(syms)]
         self._keys(events, "a key combination")
+
+    # -- the scancode path (RDP bridge) ------------------------------------- issue 30
+    def _scancodes_ok(self) -> bool:
+        """Whether the server takes QEMU extended key events (scancodes): TigerVNC does."""
+        client = self._require()
+        return QEMU_KEYS in getattr(client, "negotiated_encodings", ())
+
+    def _type_scancodes(
+        self, limits: KeyboardLimits, text: str, press_enter: bool, clear_first: bool
+    ) -> None:
+        """Type ``text`` as US-key scancodes with Shift held where needed, never a lock key
+        (see :mod:`vnc_use.desktops.keyboard`)."""
+        events: list[KeyEvent] = []
+        if clear_first:
+            events += combo_scancode_events(["ctrl", "a"]) or []
+            events += combo_scancode_events(["bsp"]) or []
+        for i, part in enumerate(limits.chunks(text)):
+            if i:  # the same key again: let its release land first
+                self._send_scancodes(events, "typing")
+                events = []
+                self.round_trip()
+                time.sleep(limits.repeat_gap)
+            events += scancode_events(part)
+        if press_enter:
+            events += combo_scancode_events(["enter"]) or []
+        self._send_scancodes(events, "typing")
+
+    def _send_scancodes(self, events: list[KeyEvent], what: str) -> None:
+        def run(c: _Client) -> None:
+            for sym, code, down in events:
+                c.transport.write(struct.pack("!BBHII", 255, 0, int(down), sym, code))
+
+        self._call(run, what)
+
+    def _paste_text(
+        self, limits: KeyboardLimits, text: str, press_enter: bool, clear_first: bool
+    ) -> None:
+        """Text the keyboard cannot type, through the desktop's clipboard and Ctrl+V."""
+        assert limits.paster is not None
+        if clear_first:
+            self.key_combo("control+a")
+            self.key_combo("backspace")
+
+        def press_paste() -> None:
+            self.key_combo("control+v")
+            self.settle_input(PASTE_SETTLE)  # the app inserts the text once it fetched it
+
+        limits.paster.paste(text, press_paste)
+        self.pastes += 1
+        if press_enter:
+            self.key_combo("enter")
 
     def key_down(self, key: str) -> None:
         """Press and hold one key (a single model key name)."""
