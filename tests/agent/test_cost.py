@@ -20,7 +20,7 @@ from vnc_use.errors import ConfigError
 from vnc_use.evaluation.index import render_index
 from vnc_use.evaluation.results import TaskResult, summarize
 from vnc_use.providers.anthropic.planner import AnthropicPlanner
-from vnc_use.providers.gemini.planner import GeminiComputerUse
+from vnc_use.providers.gemini.planner import DEFAULT_MODEL, GeminiComputerUse
 from vnc_use.providers.openai.planner import OpenAIPlanner
 from vnc_use.providers.pricing import (
     Tokens,
@@ -64,6 +64,11 @@ def test_the_table_prices_the_models_vnc_use_names_it_found_prices_for() -> None
     table = price_table()
     for model in ("gemini-3-flash-preview", "gemini-3.5-flash", "gpt-5.5", "gpt-5.4"):
         assert model in table
+    # The default model of a run is priced, long-context tier included.
+    default = price_for(DEFAULT_MODEL, "gemini")
+    assert default is not None and (default.input, default.output) == (1.25, 10.0)
+    long = default.tier_for(250_000)
+    assert long is not None and (long.input, long.output) == (2.5, 15.0)
     assert price_for("claude-opus-4-5-20251101", "anthropic") == table["claude-opus-4-5"]
     assert price_for("gpt-5.5-2026-04-23", "openai") == table["gpt-5.5"]
 
@@ -218,7 +223,10 @@ def test_an_unknown_model_shows_cost_unknown(
     with GeminiStandIn() as standin:
         monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", standin.root_url)
         standin.script(Reply.text("Done."))
-        planner = GeminiComputerUse(model="gemini-2.5-computer-use-preview-10-2025", **FAST_RETRY)
+        # An id the price table does not hold (the family is named, as for any new model).
+        planner = GeminiComputerUse(
+            model="gemini-9-unpriced-preview", family="gemini-3.5", **FAST_RETRY
+        )
         with _agent(tmp_path, planner) as agent:
             result = agent.run(task="look", thread_id="unknown")
         assert result.cost_usd is None
