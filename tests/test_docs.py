@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from doc_pages import README, ROOT, all_pages, blocks
+from doc_pages import README, ROOT, all_pages, shell_commands
 
 TESTS = ROOT / "tests"  # every folder of the suite, wherever this file lives in it
 
@@ -171,6 +171,11 @@ COVERED: list[tuple[str, tuple[str, ...]]] = [
         ("test_a_killed_run_leaves_a_playable_video", "test_no_video_records_none"),
     ),
     (r"vnc-use report \S+ --video", ("test_the_report_plays_the_video_and_seeks_to_step_3",)),
+    # stalls and cost
+    (
+        r"vnc-use (run --task \"Rename the file to report\.txt\" .*|resume THREAD_ID( .*)?)",
+        ("test_the_commands_of_the_cost_and_stalls_page",),
+    ),
     (
         r"vnc-use run --vnc localhost::5901 --sensitive pin --task \"Unlock the screen with"
         r" \{\{pin\}\}\"",
@@ -191,18 +196,6 @@ BY_CI = {
     ".venv/bin/python -m pytest": ".venv/bin/python -m pytest",
 }
 SERVER_EXTRA = "pip install -e '.[server]'"
-
-
-def shell_commands(text: str) -> list[str]:
-    """The commands of ``text``'s ```bash and ```sh blocks, one per line: a trailing ``\\``
-    joins the next line, a `` # `` comment is cut, ``export`` lines are left out."""
-    found = []
-    for body in blocks(text, "bash", "sh"):
-        for line in re.sub(r"\\\n\s*", " ", body).splitlines():
-            command = " ".join(re.split(r"\s#\s", line, maxsplit=1)[0].split())
-            if command and not command.startswith("export "):
-                found.append(command)
-    return found
 
 
 def documented_commands() -> dict[str, list[str]]:

@@ -29,6 +29,7 @@ from langgraph.types import Command
 
 from vnc_use import config
 from vnc_use.agent import approval as safety
+from vnc_use.agent import stall
 from vnc_use.agent.graph import AgentContext, AgentSettings, build_graph
 from vnc_use.agent.outcome import record_outcome, run_outcome
 from vnc_use.agent.spec import RunSpec
@@ -48,12 +49,14 @@ from vnc_use.errors import (
     VncUseError,
 )
 from vnc_use.providers.base import Planner
+from vnc_use.providers.pricing import price_for
 from vnc_use.providers.registry import make_planner
 from vnc_use.record import run_record
 from vnc_use.record.folder import RunFolder, check_thread_id
 from vnc_use.record.report import ReportOnRunEnd, write_report_safely
 from vnc_use.record.video import DEFAULT_VIDEO_FPS, VideoRecorder
 from vnc_use.replay.compare import DEFAULT_TOLERANCE
+from vnc_use.status import RunStatus
 from vnc_use.store.journal import import_jsonl
 from vnc_use.store.lease import DEFAULT_LEASE_TIMEOUT
 from vnc_use.store.storage import CHECKPOINT_DB, open_storage, storage_for_checkpointer
@@ -162,9 +165,15 @@ class VncUseAgent:
         lost_reason: Callable[[], str | None] | None = None,
         video: bool = True,
         video_fps: float = DEFAULT_VIDEO_FPS,
+        stall_after: int | None = None,
+        max_cost: float | None = None,
+        price: Sequence[float] | None = None,
     ) -> None:
         self.settings = _settings(
             settings,
+            stall_after=stall_after,
+            max_cost=max_cost,
+            price=(float(price[0]), float(price[1])) if price else None,
             step_limit=step_limit,
             seconds_timeout=None if seconds_timeout is None else float(seconds_timeout),
             hitl_mode=hitl_mode,
@@ -320,6 +329,7 @@ class VncUseAgent:
         planner = self._planner_of(thread_id)
         # Fail before anything is recorded when the key or the desktop is missing.
         planner.check_ready()
+        self._check_cost_cap(planner)
         with self._leased(thread_id):
             return self._start(task, thread_id, planner)
 
@@ -341,6 +351,9 @@ class VncUseAgent:
                 "seconds_timeout": self.settings.seconds_timeout,
                 "hitl_mode": self.settings.hitl_mode,
                 "include_initial_screenshot": self.settings.include_initial_screenshot,
+                "stall_after": self.settings.stall_after,
+                "max_cost": self.settings.max_cost,
+                "price": list(self.settings.price) if self.settings.price else None,
                 "sensitive_names": sorted(self.sensitive_text),
                 "checkpointer": self.storage.described,  # never its password
                 "started": time.time(),
@@ -422,6 +435,9 @@ class VncUseAgent:
         self.settings.step_limit = max(
             self.settings.step_limit, len(recording.steps) - planner.start + 1
         )
+        # a replay performs what was recorded: actions that changed nothing then are no
+        # stall now (its screens are checked against the recording instead)
+        self.settings.stall_after = 0
         return self.run(recording.task, thread_id=new_id)
 
     def _planner_of(self, thread_id: str) -> Planner:
@@ -470,9 +486,14 @@ class VncUseAgent:
         return self._answer(thread_id, safety.DENY)
 
     def resume(self, thread_id: str) -> RunResult:
-        """Continue a run that stopped on an error or a crash (a pending approval stays pending)."""
+        """Continue a run that stopped on an error or a crash (a pending approval stays pending),
+        or one that ended ``stuck`` (the model gets another chance) or at its cost cap
+        (``cost_limit``: with a higher ``max_cost``; the running total is kept)."""
         snap = self._existing(thread_id)
         folder = self._folder(thread_id)
+        status = snap.values.get("status")
+        if status in (RunStatus.STUCK, RunStatus.COST_LIMIT) and not snap.next:
+            return self._continue_stopped(thread_id, folder, snap.values)
         # finished: nothing to continue. (A step that completed just before a crash shows no
         # `next` but still has its task, whose saved writes carry the run on.)
         if not snap.next and not snap.tasks:
@@ -480,6 +501,40 @@ class VncUseAgent:
         with self._leased(thread_id):
             folder.event("resumed", thread_id=thread_id)
             return self._invoke(None, thread_id, folder)
+
+    def _continue_stopped(
+        self, thread_id: str, folder: RunFolder, values: dict[str, Any]
+    ) -> RunResult:
+        """Go on with a run that ended ``stuck`` or ``cost_limit``: its state is set running
+        again (stall detection starts afresh; the cost so far is kept) and the model is asked
+        for its next turn. A cost cap not above the cost spent stops it again at once."""
+        update: dict[str, Any] = {"status": "running", "done": False, "error": None}
+        if values.get("status") == RunStatus.STUCK:
+            update["stall"] = stall.cleared(values.get("stall"))
+        with self._leased(thread_id):
+            self.graph.update_state(self._config(thread_id), update, as_node="act")
+            folder.event(
+                "resumed",
+                thread_id=thread_id,
+                after=values.get("status"),
+                max_cost=self.settings.max_cost,
+            )
+            run_record.update(folder, max_cost=self.settings.max_cost)
+            return self._invoke(None, thread_id, folder)
+
+    def _check_cost_cap(self, planner: Planner) -> None:
+        """Refuse a cost cap on a model whose price is unknown (one line naming the fix)."""
+        cap = self.settings.max_cost
+        if cap is None:
+            return
+        if not cap > 0:
+            raise ConfigError(f"--max-cost must be a positive number of USD, got {cap:g}")
+        provider = planner.run_settings().get("provider")
+        if price_for(planner.model, provider, self.settings.price) is None:
+            raise ConfigError(
+                f"--max-cost needs the price of {planner.model}, which vnc-use does not know: "
+                "give it with --price INPUT/OUTPUT (USD per million tokens)"
+            )
 
     def result(self, thread_id: str) -> RunResult:
         """How a run stands now, without running anything."""
@@ -722,6 +777,10 @@ def _settings(given: AgentSettings | None, **overrides: Any) -> AgentSettings:
     if settings.seconds_timeout <= 0:
         raise ConfigError(f"seconds_timeout must be positive, got {settings.seconds_timeout}")
     settings.confirm_actions = safety.check_confirm_actions(settings.confirm_actions)
+    if settings.stall_after < 0:
+        raise ConfigError(f"stall_after must be 0 (off) or more, got {settings.stall_after}")
+    if settings.max_cost is not None and not settings.max_cost > 0:
+        raise ConfigError(f"max_cost must be a positive number of USD, got {settings.max_cost}")
     return settings
 
 

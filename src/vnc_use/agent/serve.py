@@ -169,6 +169,8 @@ def open_live(spec: RunSpec, thread_id: str) -> LiveRun:
         if run_record.load(folder.path) is None:
             record = {"thread_id": thread_id, "kind": "served", "served": True, **spec.to_json()}
             run_record.write(folder, run_record.RunRecord.from_json(record))
+        else:  # a later leg: a cap raised on resume (--max-cost) is the run's cap now
+            run_record.update(folder, max_cost=spec.max_cost)
         desktop, bridge = connect_leg(spec, password, folder)  # an RDP spec: a bridge too
         recorder = record_desktop(desktop, folder.path, spec.video_fps) if spec.video else None
     except BaseException:

@@ -19,6 +19,7 @@ from typing import Any
 
 from vnc_use.agent import approval as safety
 from vnc_use.agent.context import AgentSettings
+from vnc_use.agent.stall import DEFAULT_STALL_AFTER
 from vnc_use.errors import ConfigError
 from vnc_use.providers.base import Planner
 from vnc_use.store.lease import DEFAULT_LEASE_TIMEOUT
@@ -85,6 +86,13 @@ class RunSpec:
     """Record each leg into the run folder's ``video.mp4`` (VNC desktops; ``--no-video``)."""
     video_fps: float = 10.0
     """The video's highest frame rate (``--video-fps``)."""
+    stall_after: int = DEFAULT_STALL_AFTER
+    """Actions in a row that change nothing before the model is told; a stall that goes on
+    ends the run ``stuck`` (0: off)."""
+    max_cost: float | None = None
+    """USD: the run stops (``cost_limit``) before a model call once its cost reached this."""
+    price: list[float] | None = None
+    """The model's price, ``[INPUT, OUTPUT]`` USD per million tokens (else the price table's)."""
 
     @classmethod
     def from_context(cls, context: Any) -> RunSpec:
@@ -120,6 +128,17 @@ class RunSpec:
             if not name.isidentifier():
                 raise ConfigError(f"sensitive name {name!r}: use letters, digits and '_'")
         self.confirm_actions = list(safety.check_confirm_actions(self.confirm_actions))
+        if self.stall_after < 0:
+            raise ConfigError(f"stall_after must be 0 (off) or more, got {self.stall_after}")
+        if self.max_cost is not None and not self.max_cost > 0:
+            raise ConfigError(f"max_cost must be a positive number of USD, got {self.max_cost}")
+        if self.price is not None and (
+            len(self.price) != 2
+            or not all(isinstance(v, (int, float)) and v >= 0 for v in self.price)
+        ):
+            raise ConfigError(
+                f"price must be [INPUT, OUTPUT] USD per million tokens, got {self.price}"
+            )
         self.rdp_options()  # a bad RDP address, size or fingerprint fails here
 
     def rdp_options(self) -> Any:
@@ -169,6 +188,9 @@ class RunSpec:
             include_initial_screenshot=self.include_initial_screenshot,
             keep_screenshots=keep if isinstance(keep, int) else 3,
             confirm_actions=tuple(self.confirm_actions),
+            stall_after=self.stall_after,
+            max_cost=self.max_cost,
+            price=(float(self.price[0]), float(self.price[1])) if self.price else None,
         )
 
     def planner(self) -> Planner:

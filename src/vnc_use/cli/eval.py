@@ -25,7 +25,13 @@ from typing import Any
 from vnc_use import config
 from vnc_use.cli import fleet as fleet_commands
 from vnc_use.cli import rdp as rdp_commands
-from vnc_use.cli.common import EXIT_DONE, EXIT_ERROR, EXIT_INTERRUPTED, add_video_options
+from vnc_use.cli.common import (
+    EXIT_DONE,
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    add_cost_options,
+    add_video_options,
+)
 from vnc_use.desktops.local import parse_size
 from vnc_use.errors import ConfigError
 
@@ -97,6 +103,15 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--step-limit", type=_positive_int, default=15, metavar="N")
     p.add_argument("--timeout", type=float, default=300.0, metavar="S", help="seconds per task")
+    p.add_argument(
+        "--stall-after",
+        type=int,
+        default=None,
+        metavar="N",
+        help="per task run: tell the model when its last N actions changed nothing, stop it as "
+        "stuck if it goes on; 0: off (default 4)",
+    )
+    add_cost_options(p)
     p.add_argument("--provider", default=None, metavar="NAME")
     p.add_argument("--model", default=None)
     p.add_argument("--base-url", default=None, metavar="URL")
@@ -135,6 +150,9 @@ def _agent_options(args: argparse.Namespace) -> dict[str, Any]:
         "excluded_actions": args.exclude or None,
         "video": not args.no_video,
         "video_fps": args.video_fps,
+        "stall_after": args.stall_after,
+        "max_cost": args.max_cost,
+        "price": list(args.price) if args.price else None,
     }
     return {k: v for k, v in options.items() if v is not None}
 

@@ -20,9 +20,17 @@ from vnc_use.cli import progress
 from vnc_use.cli import rdp as rdp_commands
 from vnc_use.cli import server as server_commands
 from vnc_use.cli.ask import ask_approval
-from vnc_use.cli.common import EXIT_CODES, EXIT_ERROR, add_runs_dir, add_video_options
+from vnc_use.cli.common import (
+    EXIT_CODES,
+    EXIT_ERROR,
+    add_cost_options,
+    add_runs_dir,
+    add_video_options,
+    positive_usd,
+)
 from vnc_use.desktops.region import ScreenRegion
 from vnc_use.errors import ConfigError
+from vnc_use.providers.pricing import format_cost
 from vnc_use.replay.compare import DEFAULT_TOLERANCE
 from vnc_use.store.lease import DEFAULT_LEASE_TIMEOUT
 
@@ -227,6 +235,15 @@ def register(sub: Any) -> None:
         "variable, else v1beta, the version of Google's Computer Use examples); kept for "
         "approve/deny/resume",
     )
+    run.add_argument(
+        "--stall-after",
+        type=_non_negative_int,
+        default=None,
+        metavar="N",
+        help="tell the model when its last N actions changed nothing on the screen, and stop "
+        "the run as stuck (exit 8) if it goes on; 0: off (default 4)",
+    )
+    add_cost_options(run)
     run.add_argument("--no-hitl", action="store_true", help="never ask: deny risky actions")
     run.add_argument(
         "--no-initial-screenshot", action="store_true", help="send the task without a screenshot"
@@ -255,6 +272,15 @@ def register(sub: Any) -> None:
         p.add_argument("thread_id", metavar="ID")
         p.add_argument("--vnc", default=None, metavar="HOST::PORT", help="default: the run's own")
         rdp_commands.add_options(p, default_help="default: the run's own (a new bridge)")
+        if name == "resume":
+            p.add_argument(
+                "--max-cost",
+                type=positive_usd,
+                default=None,
+                metavar="USD",
+                help="a new cost cap: a run that stopped at its cap (cost_limit) goes on up to "
+                "this one (the cost so far counts)",
+            )
         _common(p)
         server_commands.add_server_options(p)
         fleet_commands.add_fleet_options(p)
@@ -330,6 +356,7 @@ def command(args: argparse.Namespace) -> int:
 def _report(result: RunResult) -> None:
     steps = f"{result.steps} step" + ("" if result.steps == 1 else "s")
     print(f"status: {result.status} (thread {result.thread_id}, {steps})")
+    print(f"cost: {format_cost(result.cost_usd)}")
     if result.final_text:
         print(f"answer: {result.final_text}")
     if result.error and result.status not in ("error", "blocked"):  # denied, interrupted
@@ -402,6 +429,9 @@ def _make_agent(args: argparse.Namespace, saved: dict[str, Any] | None, bridge: 
             include_initial_screenshot=not args.no_initial_screenshot,
             keep_screenshots=args.keep_screenshots,
             confirm_actions=args.confirm,
+            stall_after=args.stall_after,
+            max_cost=args.max_cost,
+            price=args.price,
         )
         if args.model:
             kwargs["model"] = args.model
@@ -416,17 +446,7 @@ def _make_agent(args: argparse.Namespace, saved: dict[str, Any] | None, bridge: 
             tool_version=args.tool_version,
         )
         return _warn(VncUseAgent(**kwargs))
-    for key in (
-        "step_limit",
-        "seconds_timeout",
-        "hitl_mode",
-        "include_initial_screenshot",
-        "screen_region",
-        "keep_screenshots",
-        "confirm_actions",
-    ):
-        if key in saved:
-            kwargs[key] = saved[key]
+    kwargs.update(_kept_settings(args, saved))
     if args.command == "replay":
         # the model a --heal hands the task to: the recorded run's own (a replay's healer)
         model = (saved.get("replay") or {}).get("heal_planner") or saved
@@ -437,6 +457,29 @@ def _make_agent(args: argparse.Namespace, saved: dict[str, Any] | None, bridge: 
     # sent the same tools at the same place after approve/deny/resume
     kwargs["planner"] = planner_from_run(saved)
     return VncUseAgent(**kwargs)
+
+
+_KEPT = (
+    "step_limit",
+    "seconds_timeout",
+    "hitl_mode",
+    "include_initial_screenshot",
+    "screen_region",
+    "keep_screenshots",
+    "confirm_actions",
+    "stall_after",
+    "max_cost",
+    "price",
+)
+"""What a run keeps in run.json that approve/deny/resume use again."""
+
+
+def _kept_settings(args: argparse.Namespace, saved: dict[str, Any]) -> dict[str, Any]:
+    """The run's own settings from run.json; ``resume --max-cost`` gives a new cap."""
+    kept = {key: saved[key] for key in _KEPT if key in saved}
+    if getattr(args, "max_cost", None) is not None:
+        kept["max_cost"] = args.max_cost
+    return kept
 
 
 def _checkpointer(args: argparse.Namespace, saved: dict[str, Any]) -> str | None:

@@ -36,6 +36,8 @@ _KEPT = (
     "screen_region",
     "keep_screenshots",
     "confirm_actions",
+    "stall_after",
+    "max_cost",
 )
 
 
@@ -97,6 +99,7 @@ def run_agent(
     model: str | None = None,
     provider: str | None = None,
     step_limit: int | None = None,
+    max_cost: float | None = None,
     on_step: StepListener | None = None,
 ) -> RunResult:
     """Start a run for ``task``, or answer the approval ``thread_id`` waits on (``decision``
@@ -112,6 +115,8 @@ def run_agent(
             kwargs: dict[str, Any] = {"provider": provider, "model": model}
             if step_limit is not None:
                 kwargs["step_limit"] = step_limit
+            if max_cost is not None:
+                kwargs["max_cost"] = max_cost
             with _agent(session, on_step, **kwargs) as agent:
                 result: RunResult = agent.run(task=task)
                 return result
@@ -144,6 +149,7 @@ def outcome(result: RunResult) -> dict[str, Any]:
         "thread_id": result.thread_id,
         "final_text": result.final_text,
         "steps": result.steps,
+        "cost_usd": result.cost_usd,
         "report": str(report.resolve()) if report.exists() else None,
         "run_dir": str(Path(result.run_dir).resolve()),
     }
