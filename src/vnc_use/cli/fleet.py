@@ -93,7 +93,11 @@ def _spec(args: argparse.Namespace) -> dict[str, Any]:
         lease_timeout=args.lease_timeout,
         video=not args.no_video,
         video_fps=args.video_fps,
+        max_cost=args.max_cost,
+        price=list(args.price) if args.price else None,
     )
+    if args.stall_after is not None:
+        spec.stall_after = args.stall_after
     spec.check()
     return spec.to_json()
 
@@ -109,6 +113,11 @@ def command(args: argparse.Namespace) -> int:
     if args.command == "run":  # a bad option fails before the database is reached
         queue_name(label)
         spec = _spec(args)
+    elif getattr(args, "max_cost", None) is not None:
+        raise ConfigError(
+            f"--max-cost cannot go with {args.command} --fleet yet: the run keeps the cap it "
+            "was started with; drop --max-cost"
+        )
     with Submitter(url) as fleet:
         if spec is not None:
             workflow = fleet.start(args.task, spec, label, args.thread_id)
