@@ -227,3 +227,27 @@ def test_a_provider_without_its_key_starts_no_desktop(provider: str, tmp_path: P
     assert line.startswith("vnc-use: ") and "GOOGLE_API_KEY" not in line, line
     assert line.endswith("the local desktop was not started") or "--base-url" in line, line
     assert not (state_dir / "state.json").exists()
+
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "run-spec.md"
+
+
+def test_the_docs_commands_name_each_providers_own_key(tmp_path: Path) -> None:
+    """docs/run-spec.md's commands, as written: without the key each names that key (the
+    comment of its line) and starts no desktop."""
+    import shlex
+
+    block = DOC.read_text("utf-8").split("```sh\n", 1)[1].split("```", 1)[0]
+    lines = [line for line in block.splitlines() if line.startswith("vnc-use run")]
+    assert len(lines) == 2
+    for line in lines:
+        command, _, variable = line.partition("#")
+        state_dir = tmp_path / "state"
+        argv = shlex.split(command)[1:]
+        proc = vnc_use(
+            *argv, "--runs-dir", str(tmp_path / "runs"), env={ENV_STATE_DIR: str(state_dir)}
+        )
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        (said,) = proc.stderr.strip().splitlines()
+        assert variable.strip() in said and said.endswith("the local desktop was not started")
+        assert not (state_dir / "state.json").exists()
