@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vnc_use.cli.options import budget_fields, desktop_target, model_fields
 from vnc_use.desktops.target import DesktopTarget
-from vnc_use.runs.spec import RunSpec
+
+if TYPE_CHECKING:  # the spec pulls in LangGraph: imported when a command builds one
+    from vnc_use.runs.spec import RunSpec
 
 __all__ = ["eval_spec", "mcp_spec", "run_spec", "saved_run_spec"]
 
@@ -34,6 +36,8 @@ def _local_fields(args: argparse.Namespace) -> dict[str, Any]:
 
 def run_spec(args: argparse.Namespace) -> RunSpec:
     """``vnc-use run``: the spec of a new run (checked)."""
+    from vnc_use.runs.spec import RunSpec
+
     spec = RunSpec(
         **model_fields(args),
         **budget_fields(args),
@@ -51,6 +55,8 @@ def run_spec(args: argparse.Namespace) -> RunSpec:
 def saved_run_spec(args: argparse.Namespace, saved: Mapping[str, Any]) -> RunSpec:
     """``approve`` / ``deny`` / ``resume`` / ``replay``: the recorded run's spec, on the
     desktop the options name (default: the run's own) and in the folder they name."""
+    from vnc_use.runs.spec import RunSpec
+
     recorded = RunSpec.from_run_json(saved)
     if args.command == "replay":  # the model a --heal hands the task to: the recorded run's
         healer = (saved.get("replay") or {}).get("heal_planner")
@@ -66,6 +72,8 @@ def saved_run_spec(args: argparse.Namespace, saved: Mapping[str, Any]) -> RunSpe
 def eval_spec(args: argparse.Namespace) -> RunSpec:
     """``vnc-use eval``: the spec every task starts from (the model, the budgets, whether
     actions that ask are approved); each task's own budgets and desktop go on top."""
+    from vnc_use.runs.spec import RunSpec
+
     spec = RunSpec(
         **model_fields(args),
         **budget_fields(args),
@@ -83,6 +91,8 @@ def mcp_spec(args: argparse.Namespace) -> RunSpec:
     """``vnc-use mcp``: the session's desktop (default: the local one) and the model and
     budgets of the runs ``run_task`` starts (a call may choose its own provider, model and
     step limit)."""
+    from vnc_use.runs.spec import RunSpec
+
     spec = RunSpec(
         **model_fields(args),
         **budget_fields(args),
