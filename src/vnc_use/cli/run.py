@@ -197,12 +197,16 @@ def command(args: argparse.Namespace) -> int:
         return server_commands.command(args)
     saved = None if args.command == "run" else _run_settings(args)
     spec = run_spec(args) if saved is None else saved_run_spec(args, saved)
-    planner = _planner(args, spec, saved)
+    # the local desktop starts only for a model that is ready (its key set); an RDP bridge
+    # starts before the model's SDK loads, so an unreachable host is told within
+    # --connect-timeout (the run still checks the key before anything is recorded)
+    planner = _planner(args, spec, saved) if spec.desktop.local else None
     thread_id = _thread_id(args)
     log_path = Path(spec.runs_dir) / thread_id / "freerdp.log"  # a replay's: its own folder
     with reach(spec.desktop, password=args.vnc_password, log_path=log_path) as reached:
         if reached.notice and not getattr(args, "quiet", False):
             print(f"{reached.notice}", file=desktop_commands.notice_stream(args), flush=True)
+        planner = planner or _planner(args, spec, saved)
         with desktop_commands.live_view_for_run(args, reached):
             result = _drive(args, spec, planner, reached, saved or {}, thread_id)
     if not args.json:  # with --json the run_ended / run_paused event says it all
