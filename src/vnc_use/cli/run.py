@@ -225,14 +225,15 @@ def _thread_id(args: argparse.Namespace) -> str:
 
 
 def _planner(args: argparse.Namespace, spec: RunSpec, saved: dict[str, Any] | None) -> Any:
-    """The run's planner; a new run's is checked ready (its API key) before any desktop
-    starts. A recorded replay continues with its own (rebuilt from its run.json)."""
+    """The run's planner; on the local desktop a new run's is checked ready (its API key)
+    before the desktop starts (elsewhere the run checks it before acting). A recorded replay
+    continues with its own (rebuilt from its run.json)."""
     from vnc_use.providers.registry import planner_from_settings
     from vnc_use.runs.open import open_planner
 
     if saved is not None and saved.get("provider") == "replay" and args.command != "replay":
         return planner_from_settings(saved)
-    if args.command != "run":
+    if not (args.command == "run" and spec.desktop.local):  # the run checks it before acting
         return open_planner(spec)
     try:
         return open_planner(spec, ready=True)
