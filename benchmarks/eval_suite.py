@@ -5,7 +5,8 @@ stand-in models score.
     python benchmarks/eval_suite.py --desktops 2 --only term-note web-button   # a quick look
 
 For each ``--desktops`` count it runs ``vnc-use eval --suite builtin`` with the Gemini stand-in
-playing the oracle of ``tests/eval_oracle.py`` (it solves every task) and prints the wall time.
+playing the oracle of ``tests/helpers/eval_oracle.py`` (it solves every task) and prints the
+wall time.
 Meanwhile it samples, every 0.2 s, the resident memory of every process of each desktop (Xvnc,
 openbox, xterm, the Chromium a task starts: they all carry the desktop's id in their
 environment) and prints the peak per desktop. Then it runs the anti-oracle once and prints the
@@ -25,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "helpers"))
 
 from vnc_use.desktops.local import marked_processes
 from vnc_use.evaluation.tasks import load_tasks, suite_path

@@ -23,8 +23,8 @@ import threading
 import time
 from pathlib import Path
 
-from vnc_use.agent.lease import Lease
-from vnc_use.agent.storage import Storage, open_storage
+from vnc_use.store.lease import Lease
+from vnc_use.store.storage import Storage, open_storage
 from vnc_use.testing.postgres import PostgresServer
 
 

@@ -13,7 +13,7 @@ APT_PACKAGES=(
   xterm                       # a terminal the end-to-end tests type into
   x11-utils                   # xdpyinfo, xwininfo: look at a desktop
   fonts-dejavu-core           # a font for Tk and xterm
-  python3-tk                  # Tk, for the probe app
+  python3-tk                  # Tk, for the probe app and the calibration window (vnc-use calibrate)
   openbox                     # the local desktop's window manager (vnc-use desktop up)
   x11-xserver-utils           # xsetroot: the local desktop's background colour; xrandr: resize tests
   x11vnc                      # the other common VNC server: compatibility, -ncache, --screen-region

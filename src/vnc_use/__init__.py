@@ -18,6 +18,7 @@ from vnc_use.errors import (
     VncTimeoutError,
     VncUseError,
 )
+from vnc_use.version import __version__
 
 if TYPE_CHECKING:
     from vnc_use.agent import VncUseAgent
@@ -34,8 +35,8 @@ __all__ = [
     "VncTimeoutError",
     "VncUseAgent",
     "VncUseError",
+    "__version__",
 ]
-__version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> Any:

@@ -58,6 +58,7 @@ __all__ = [
     "child_environment",
     "database_url",
     "desktop_state_dir",
+    "environment_with",
     "gemini_api_key",
     "gemini_api_version",
     "gemini_base_url",
@@ -74,6 +75,7 @@ __all__ = [
     "vnc_password",
     "vnc_username",
     "vnc_view_password",
+    "x_display",
 ]
 
 API_VERSION_VARIABLE = "GEMINI_API_VERSION"
@@ -248,6 +250,17 @@ def desktop_state_dir() -> Path:
         return Path(override).expanduser()
     base = _get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(base).expanduser() / "vnc-use" / "desktop"
+
+
+def x_display() -> str | None:
+    """The X display this process was started on (``DISPLAY``), if any."""
+    return _get("DISPLAY")
+
+
+def environment_with(**extra: str) -> dict[str, str]:
+    """This process's environment with ``extra`` set: for a child that needs all of it
+    (a window opened on another display)."""
+    return {**os.environ, **extra}
 
 
 def novnc_dir() -> str | None:

@@ -10,12 +10,9 @@ arguments. The handlers are in :mod:`vnc_use.actions.handlers`.
 
 from __future__ import annotations
 
-import threading
-from dataclasses import dataclass
-
+from vnc_use.actions.context import DEFAULT_SEARCH_URL, MAX_WAIT_SECONDS, ActionContext, Hands
 from vnc_use.actions.pixels import action_pixels
 from vnc_use.actions.vocabulary import ValidatedAction
-from vnc_use.desktops.base import Desktop
 
 __all__ = [
     "DEFAULT_SEARCH_URL",
@@ -24,30 +21,6 @@ __all__ = [
     "Hands",
     "execute",
 ]
-
-DEFAULT_SEARCH_URL = "https://www.google.com"
-
-MAX_WAIT_SECONDS = 60.0
-"""Longest single ``wait(seconds)`` of Gemini 3.5 that is honoured (longer ones are cut)."""
-
-
-Hands = Desktop
-"""What the executor needs from a backend: a :class:`~vnc_use.desktops.base.Desktop`."""
-
-
-@dataclass
-class ActionContext:
-    """What a handler may use: the hands, the screenshot size the model saw, a few settings."""
-
-    hands: Hands
-    width: int
-    height: int
-    search_url: str = DEFAULT_SEARCH_URL
-    wait_seconds: float = 5.0
-    stop: threading.Event | None = None
-    """Set to cut a wait short (the run is being stopped)."""
-    max_wait_seconds: float = MAX_WAIT_SECONDS
-    """Cap on a model-chosen ``wait(seconds)``."""
 
 
 def execute(action: ValidatedAction, ctx: ActionContext) -> dict[str, int]:

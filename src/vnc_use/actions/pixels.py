@@ -16,9 +16,9 @@ family calls its arguments.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any, TypeGuard
 
+from vnc_use.actions.context import Pixel, Targets
 from vnc_use.actions.vocabulary import ActionTable, Direction, Points, ValidatedAction
 
 __all__ = [
@@ -36,8 +36,6 @@ __all__ = [
 
 GRID_SIZE = 1000
 """The grid the model's coordinates live on: integers 0-999, scaled by ``/ 1000``."""
-
-Pixel = tuple[int, int]
 
 
 def _scale(value: int, size: int) -> int:
@@ -72,48 +70,6 @@ def denorm_magnitude(direction: Direction, magnitude: int, width: int, height: i
     if direction in ("left", "right"):
         return denorm_x(magnitude, width)
     raise ValueError(f"unknown scroll direction {direction!r}")
-
-
-@dataclass(frozen=True)
-class Targets:
-    """An action's places on the screen, in pixels (each None when the action has none)."""
-
-    point: Pixel | None = None
-    """Where the pointer goes: a click, a hover, a typing field, a scroll, a drag's start."""
-    end: Pixel | None = None
-    """A drag's end."""
-    distance: int | None = None
-    """A scroll's distance."""
-
-    @property
-    def xy(self) -> Pixel:
-        """The point, for an action that has one (``ValueError`` otherwise)."""
-        if self.point is None:
-            raise ValueError("this action has no point on the screen")
-        return self.point
-
-    @property
-    def end_xy(self) -> Pixel:
-        """The drag's end, for an action that has one (``ValueError`` otherwise)."""
-        if self.end is None:
-            raise ValueError("this action has no end point on the screen")
-        return self.end
-
-    def points(self) -> dict[str, int]:
-        """The point and the end as ``x``, ``y``, ``destination_x``, ``destination_y``."""
-        out: dict[str, int] = {}
-        if self.point is not None:
-            out["x"], out["y"] = self.point
-        if self.end is not None:
-            out["destination_x"], out["destination_y"] = self.end
-        return out
-
-    def as_dict(self) -> dict[str, int]:
-        """:meth:`points` and the scroll distance as ``magnitude`` (what an action reports)."""
-        out = self.points()
-        if self.distance is not None:
-            out["magnitude"] = self.distance
-        return out
 
 
 def _grid_value(value: Any) -> TypeGuard[int]:

@@ -20,8 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Generic, Literal, TypeVar, cas
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 if TYPE_CHECKING:
-    from vnc_use.actions.execute import ActionContext
-    from vnc_use.actions.pixels import Targets
+    from vnc_use.actions.context import ActionContext, Targets
 
 __all__ = [
     "SAFETY_DECISION_KEY",

@@ -3,12 +3,10 @@
 - :mod:`~vnc_use.agent.runner` -- :class:`VncUseAgent`, the public entry point;
 - :mod:`~vnc_use.agent.graph` -- the graph, its nodes and routes;
 - :mod:`~vnc_use.agent.state` -- the checkpointed state and the records in it;
-- :mod:`~vnc_use.agent.history` -- the conversation as JSON records;
-- :mod:`~vnc_use.agent.journal` -- the action journal (no action performed twice);
-- :mod:`~vnc_use.agent.storage` -- where checkpoints, journal and leases live (SQLite,
-  PostgreSQL via :mod:`~vnc_use.agent.postgres`);
-- :mod:`~vnc_use.agent.lease` -- one run per desktop;
 - :mod:`~vnc_use.agent.approval` -- approvals of the actions a model marks for confirmation.
+
+The conversation as JSON records lives beside the providers (:mod:`vnc_use.providers.history`);
+the journal, checkpoints and leases in :mod:`vnc_use.store`, below the agent.
 
 Importing this package is light: :class:`VncUseAgent` (LangGraph, the model SDK) loads on use.
 """

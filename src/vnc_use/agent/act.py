@@ -1,6 +1,6 @@
 """The ``act`` node: run the next pending call on the desktop and answer it with a screenshot.
 
-The journal (see :mod:`vnc_use.agent.journal`) makes this safe to re-run after a crash: an
+The journal (see :mod:`vnc_use.store.journal`) makes this safe to re-run after a crash: an
 action already performed is not performed again, and one that may or may not have been
 performed is never silently repeated.
 """
@@ -17,9 +17,7 @@ from langgraph.types import interrupt
 from vnc_use.actions import ActionError, ValidatedAction
 from vnc_use.actions.execute import ActionContext, execute
 from vnc_use.agent import approval as safety
-from vnc_use.agent import history
 from vnc_use.agent.context import AgentContext, capture, over_time, screen_size
-from vnc_use.agent.journal import Outcome, call_key
 from vnc_use.agent.nodes import approval_request_for, blocked_call_reason, end_blocked
 from vnc_use.agent.state import (
     CUAState,
@@ -28,6 +26,8 @@ from vnc_use.agent.state import (
     TranscriptEntry,
 )
 from vnc_use.errors import VncConnectionError, VncError
+from vnc_use.providers import history
+from vnc_use.store.journal import Outcome, call_key
 
 
 def _uncertain(
@@ -113,7 +113,7 @@ class _Result:
 def act(state: CUAState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     """Execute the next pending call, capture the screen, and answer the call.
 
-    The journal (see :mod:`vnc_use.agent.journal`) makes this safe to re-run after a crash: an
+    The journal (see :mod:`vnc_use.store.journal`) makes this safe to re-run after a crash: an
     action already performed is not performed again, and one that may or may not have been
     performed is never silently repeated.
     """

@@ -13,12 +13,12 @@ from typing import Any
 
 from vnc_use.actions.execute import DEFAULT_SEARCH_URL
 from vnc_use.agent import budgets
-from vnc_use.agent.journal import Journal
 from vnc_use.agent.state import CUAState
 from vnc_use.desktops.base import DEFAULT_QUIET_S, CaptureRule, Desktop
 from vnc_use.desktops.png import DEFAULT_MAX_PNG_BYTES, screen_size_of
 from vnc_use.providers.base import Planner
 from vnc_use.record.folder import RunFolder
+from vnc_use.store.journal import Journal
 
 
 @dataclass

@@ -12,10 +12,10 @@ from langgraph.types import Command, interrupt
 
 from vnc_use.actions import TABLES, ActionError, call_pixels
 from vnc_use.agent import approval as safety
-from vnc_use.agent import history
 from vnc_use.agent.context import AgentContext, capture, over_time, screen_size, storable
 from vnc_use.agent.state import CUAState, FunctionCallRecord, TranscriptEntry
 from vnc_use.errors import PlannerError
+from vnc_use.providers import history
 from vnc_use.providers.base import ProposedCall
 
 

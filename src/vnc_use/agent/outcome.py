@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from vnc_use.agent.state import RunResult
+from vnc_use.record import run_record
 from vnc_use.record.folder import RunFolder
 from vnc_use.status import RunStatus
 
@@ -72,4 +73,4 @@ def record_outcome(folder: RunFolder, result: RunResult) -> None:
         pending_call=result.pending_call,
     )
     # run.json says how the run stands too (the settings file a person opens first)
-    folder.update_json("run.json", status=result.status.value, reason=result.error)
+    run_record.update(folder, status=result.status.value, reason=result.error)

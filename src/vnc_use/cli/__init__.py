@@ -15,7 +15,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 
-from vnc_use import __version__
+from vnc_use.cli import calibrate as calibrate_commands
 from vnc_use.cli import desktop as desktop_commands
 from vnc_use.cli import eval as eval_commands
 from vnc_use.cli import mcp as mcp_commands
@@ -23,6 +23,7 @@ from vnc_use.cli import report as report_commands
 from vnc_use.cli import run as run_commands
 from vnc_use.cli.common import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE
 from vnc_use.errors import ConfigError, VncUseError
+from vnc_use.version import __version__
 
 __all__ = ["build_parser", "main"]
 
@@ -46,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     report_commands.register(sub)
     mcp_commands.register(sub)
     eval_commands.register(sub)
+    calibrate_commands.register(sub)
     return parser
 
 

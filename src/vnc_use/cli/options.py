@@ -104,7 +104,8 @@ def add_model_options(p: argparse.ArgumentParser) -> None:
         "--dialect",
         default=None,
         metavar="NAME",
-        help="openai-compatible: how the model answers: tools, qwen3-vl, qwen2.5-vl, ui-tars "
+        help="openai-compatible: how the model answers: tools, qwen3-vl, qwen2.5-vl, ui-tars, "
+        "holo, ui-venus, opencua (run vnc-use calibrate to check) "
         "(default: from the model id, else tools)",
     )
     p.add_argument(

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from vnc_use import config
-from vnc_use.agent.lease import DEFAULT_LEASE_TIMEOUT
 from vnc_use.cli import desktop as desktop_commands
 from vnc_use.cli import progress
 from vnc_use.cli import server as server_commands
+from vnc_use.cli.ask import ask_approval
 from vnc_use.cli.common import EXIT_CODES, EXIT_ERROR, add_runs_dir
 from vnc_use.cli.options import (
     add_budget_options,
@@ -31,6 +31,7 @@ from vnc_use.cli.spec import run_spec, saved_run_spec
 from vnc_use.desktops.target import ReachedDesktop, reach
 from vnc_use.errors import ConfigError
 from vnc_use.replay.compare import DEFAULT_TOLERANCE
+from vnc_use.store.lease import DEFAULT_LEASE_TIMEOUT
 
 if TYPE_CHECKING:  # langgraph is imported when a run starts, not before (an RDP bridge
     # reports an unreachable server within --connect-timeout of the command starting)
@@ -228,11 +229,11 @@ def _planner(args: argparse.Namespace, spec: RunSpec, saved: dict[str, Any] | No
     """The run's planner; on the local desktop a new run's is checked ready (its API key)
     before the desktop starts (elsewhere the run checks it before acting). A recorded replay
     continues with its own (rebuilt from its run.json)."""
-    from vnc_use.providers.registry import planner_from_settings
+    from vnc_use.replay.planner import planner_from_run
     from vnc_use.runs.open import open_planner
 
     if saved is not None and saved.get("provider") == "replay" and args.command != "replay":
-        return planner_from_settings(saved)
+        return planner_from_run(saved)
     if not (args.command == "run" and spec.desktop.local):  # the run checks it before acting
         return open_planner(spec)
     try:
@@ -241,33 +242,6 @@ def _planner(args: argparse.Namespace, spec: RunSpec, saved: dict[str, Any] | No
         if not spec.desktop.local:
             raise
         raise ConfigError(f"{exc}; {desktop_commands.local_desktop_left()}") from None
-
-
-def _asker(pending: dict[str, Any]) -> str:
-    """Who asks: the model, the approval policy (--confirm), or both."""
-    by = pending.get("asked_by", "model")
-    return {"policy": "The approval policy", "model and policy": "The model and the policy"}.get(
-        by, "The model"
-    )
-
-
-def _ask(pending: dict[str, Any]) -> bool:
-    who = _asker(pending)
-    print(f"\n{who} asks for confirmation before {pending['name']}({pending['args']}):")
-    print(f"  {pending['explanation']}")
-    if pending.get("error"):
-        print(f"  the call is invalid and will not run even if allowed: {pending['error']}")
-    if pending.get("pixels"):
-        print(f"  target pixels: {pending['pixels']}")
-    while True:
-        try:
-            answer = input("Allow it? [y/n] ").strip().lower()
-        except EOFError:
-            return False
-        if answer in ("y", "yes"):
-            return True
-        if answer in ("n", "no"):
-            return False
 
 
 def _report(result: RunResult) -> None:
@@ -290,11 +264,12 @@ def _report(result: RunResult) -> None:
 
 def _run_settings(args: argparse.Namespace) -> dict[str, Any]:
     """Settings of an existing run (from its run.json), for approve/deny/resume."""
-    path = Path(args.runs_dir) / args.thread_id / "run.json"
+    from vnc_use.record import run_record
+
+    path = run_record.path_of(Path(args.runs_dir) / args.thread_id)
     if not path.exists():
         raise ConfigError(f"no run {args.thread_id!r} in {args.runs_dir} (looked for {path})")
-    saved: dict[str, Any] = json.loads(path.read_text("utf-8"))
-    return saved
+    return run_record.read(path.parent).settings()
 
 
 def _make_agent(
@@ -407,6 +382,6 @@ def _drive(
         else:
             result = agent.resume(args.thread_id)
         while result.status == "awaiting_approval" and result.pending_call and sys.stdin.isatty():
-            allowed = _ask(result.pending_call)
+            allowed = ask_approval(result.pending_call)
             result = agent.approve(result.thread_id) if allowed else agent.deny(result.thread_id)
         return result

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vnc_use.cli import progress
+from vnc_use.cli.ask import ask_approval
 from vnc_use.cli.common import EXIT_CODES, EXIT_DONE, EXIT_ERROR
 from vnc_use.errors import ConfigError
 from vnc_use.record.report import REPORT_NAME
@@ -111,9 +112,7 @@ def command(args: argparse.Namespace) -> int:
             _follow(client, tid, show, **_next_leg(client, tid, args.command))
         result = outcome(client, tid)
         while result.status == RunStatus.AWAITING_APPROVAL and sys.stdin.isatty():
-            from vnc_use.cli.run import _ask
-
-            decision = "approve" if _ask(result.pending_call or {}) else "deny"
+            decision = "approve" if ask_approval(result.pending_call or {}) else "deny"
             _follow(client, tid, show, command={"resume": decision})
             result = outcome(client, tid)
     show.close()

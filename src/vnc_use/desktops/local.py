@@ -37,7 +37,6 @@ import os
 import re
 import secrets
 import shutil
-import signal
 import string
 import subprocess
 import time
@@ -48,6 +47,18 @@ from pathlib import Path
 from typing import Any
 
 from vnc_use import config
+from vnc_use.desktops import processes
+from vnc_use.desktops.processes import (
+    ProcessRecord,
+    boot_id,
+    keep_child,
+    process_start_time,
+    reap,
+    session_members,
+    stop_session,
+    terminate,
+    write_private,
+)
 from vnc_use.desktops.xserver import (
     XvncError,
     display_free,
@@ -206,94 +217,15 @@ def parse_size(text: str) -> tuple[int, int]:
 # --------------------------------------------------------------------------- /proc
 
 
-def _stat_fields(pid: int) -> list[str] | None:
-    """Fields 3.. of ``/proc/PID/stat`` (after the command name), or None if it is gone."""
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError, PermissionError):
-        return None
-    return raw[raw.rfind(")") + 2 :].split()
-
-
-def process_start_time(pid: int) -> int | None:
-    """The start time of a live (not zombie) process in clock ticks after boot, else None."""
-    fields = _stat_fields(pid)
-    if fields is None or fields[0] in ("Z", "X"):
-        return None
-    return int(fields[19])
-
-
-def session_members(session_id: int) -> dict[int, int]:
-    """Live processes in session ``session_id``: ``{pid: start time}`` (read from /proc)."""
-    members: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        fields = _stat_fields(int(entry.name))
-        if fields is None or fields[0] in ("Z", "X") or int(fields[3]) != session_id:
-            continue
-        members[int(entry.name)] = int(fields[19])
-    return members
-
-
 def marked_processes(desktop_id: str) -> dict[int, int]:
     """Live processes whose environment has ``VNC_USE_DESKTOP_ID=desktop_id``: ``{pid: start}``.
 
     Only this desktop's processes and their descendants can carry that random value.
     """
-    if not desktop_id:
-        return {}
-    marker = f"{_ID_VARIABLE}={desktop_id}".encode()
-    found: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes()
-        except OSError:  # gone, or another user's
-            continue
-        if marker in environ.split(b"\0"):
-            start = process_start_time(int(entry.name))
-            if start is not None:
-                found[int(entry.name)] = start
-    return found
-
-
-def _boot_id() -> str:
-    try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    except OSError:
-        return ""
-
-
-# Popen objects of the processes this Python process started: kept so they can be reaped
-# (no zombies, no "still running" warnings) when the same process stops them.
-_CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
-
-
-def _reap(pid: int) -> None:
-    proc = _CHILDREN.get(pid)
-    if proc is not None and proc.poll() is not None:
-        del _CHILDREN[pid]
+    return processes.marked_processes(_ID_VARIABLE, desktop_id)
 
 
 # --------------------------------------------------------------------------- records
-
-
-@dataclass(frozen=True)
-class ProcessRecord:
-    """One process of the desktop, as recorded in ``state.json``."""
-
-    name: str
-    pid: int
-    start_time: int
-    argv: list[str] = field(default_factory=list)
-
-    def is_ours(self, boot_id: str) -> bool:
-        """Whether PID is alive and is still the process we started (same boot, same start)."""
-        if boot_id != _boot_id():
-            return False
-        return process_start_time(self.pid) == self.start_time
 
 
 @dataclass
@@ -565,19 +497,11 @@ class LocalDesktop:
                 found[optional] = path
         return found
 
-    def _write_private(self, path: Path, data: bytes) -> None:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            os.fchmod(fd, 0o600)
-            os.write(fd, data)
-        finally:
-            os.close(fd)
-
     def _new_credentials(self) -> Credentials:
         creds = Credentials(self.password or _new_password(), _new_password())
         while creds.view_password == creds.password:  # pragma: no cover - 1 in 2**47
             creds = Credentials(creds.password, _new_password())
-        self._write_private(
+        write_private(
             self.credentials_file,
             json.dumps({"password": creds.password, "view_password": creds.view_password}).encode(),
         )
@@ -588,12 +512,10 @@ class LocalDesktop:
             data = vnc_password_file(vncpasswd, [creds.password, creds.view_password])
         except XvncError as exc:
             raise LocalDesktopError(str(exc)) from None
-        self._write_private(self.passwd_file, data)
+        write_private(self.passwd_file, data)
 
     def _save(self, state: DesktopState) -> None:
-        tmp = self.state_file.with_suffix(".tmp")
-        self._write_private(tmp, state.to_json().encode())
-        tmp.replace(self.state_file)
+        write_private(self.state_file, state.to_json())
 
     def _forget(self) -> None:
         for path in (self.state_file, self.credentials_file, self.passwd_file):
@@ -625,7 +547,7 @@ class LocalDesktop:
         if start is None:
             proc.wait()
             raise LocalDesktopError(f"{name} exited at once; see {self.log_dir / (name + '.log')}")
-        _CHILDREN[proc.pid] = proc
+        keep_child(proc)
         record = ProcessRecord(name, proc.pid, start, argv)
         state.processes.append(record)
         self._save(state)
@@ -749,7 +671,7 @@ class LocalDesktop:
                 width=width,
                 height=height,
                 browser=self.browser,
-                boot_id=_boot_id(),
+                boot_id=boot_id(),
                 desktop_id=secrets.token_hex(16),
                 started_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
             )
@@ -778,7 +700,7 @@ class LocalDesktop:
                     f"Xvnc :{number} did not accept connections within "
                     f"{self.start_timeout:g} s; see {self.log_dir / 'Xvnc.log'}"
                 )
-            _reap(record.pid)
+            reap(record.pid)
             last_error = self._log_tail("Xvnc")
             log.debug("Xvnc :%d exited early: %s", number, last_error)
         if self.display is not None:
@@ -844,60 +766,17 @@ class LocalDesktop:
         }
 
     def _stop_all(self, state: DesktopState) -> list[ProcessRecord]:
-        stopped = []
-        for record in reversed(state.processes):
-            if self._stop(record, state.boot_id):
-                stopped.append(record)
-        if state.boot_id == _boot_id():
+        stopped = [
+            record
+            for record in reversed(state.processes)
+            if stop_session(record, state.boot_id, self.stop_timeout)
+        ]
+        if state.boot_id == boot_id():
             leftovers = marked_processes(state.desktop_id)
             if leftovers:
                 log.info("stopping %d helper processes of the desktop", len(leftovers))
-                self._terminate(leftovers)
+                terminate(leftovers, self.stop_timeout)
         return stopped
-
-    def _stop(self, record: ProcessRecord, boot_id: str) -> bool:
-        """Stop the recorded process and the rest of its session, if it is still ours."""
-        if boot_id != _boot_id():
-            return False
-        leader_ours = record.is_ours(boot_id)
-        if not leader_ours and process_start_time(record.pid) is not None:
-            log.info("PID %d is no longer %s (recycled); leaving it alone", record.pid, record.name)
-            return False
-        # While the leader lives (and is ours), or after it died (its PID then stays reserved
-        # as a session id while members exist), processes in session PID are ours.
-        targets = session_members(record.pid)
-        if not targets:
-            _reap(record.pid)
-            return False
-        self._terminate(targets)
-        _reap(record.pid)
-        return leader_ours
-
-    def _terminate(self, targets: dict[int, int]) -> None:
-        """SIGTERM the processes (each still checked against its start time), then SIGKILL."""
-        self._signal(targets, signal.SIGTERM)
-        if not self._wait_gone(targets, self.stop_timeout):
-            self._signal(targets, signal.SIGKILL)
-            self._wait_gone(targets, self.stop_timeout)
-
-    @staticmethod
-    def _signal(targets: dict[int, int], sig: signal.Signals) -> None:
-        for pid, start in targets.items():
-            if process_start_time(pid) == start:  # still the same process
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, sig)
-
-    @staticmethod
-    def _wait_gone(targets: dict[int, int], timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while True:
-            for pid in targets:
-                _reap(pid)
-            if all(process_start_time(pid) != start for pid, start in targets.items()):
-                return True
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.02)
 
 
 def _new_password() -> str:

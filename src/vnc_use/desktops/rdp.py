@@ -310,7 +310,12 @@ class RdpBridge(Service):
     @property
     def pids(self) -> list[int]:
         """PIDs of the running bridge processes (Xvnc, xfreerdp)."""
-        return [p.pid for p in (self._xvnc, self._rdp) if p is not None and p.poll() is None]
+        return [p.pid for p in self.processes]
+
+    @property
+    def processes(self) -> list[subprocess.Popen[bytes]]:
+        """The running bridge processes (Xvnc, xfreerdp)."""
+        return [p for p in (self._xvnc, self._rdp) if p is not None and p.poll() is None]
 
     def describe(self) -> dict[str, object]:
         """What run.json and the first progress line say about the connection."""

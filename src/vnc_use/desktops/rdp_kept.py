@@ -15,7 +15,6 @@ import contextlib
 import fcntl
 import json
 import os
-import signal
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -23,18 +22,18 @@ from pathlib import Path
 from typing import Any
 
 from vnc_use import config
-from vnc_use.desktops.local import ProcessRecord, process_start_time, session_members
+from vnc_use.desktops.processes import (
+    ProcessRecord,
+    boot_id,
+    keep_child,
+    process_start_time,
+    stop_session,
+    write_private,
+)
 from vnc_use.desktops.rdp import RdpBridge, RdpOptions, RdpTarget
 from vnc_use.errors import ConfigError
 
 __all__ = ["KeptBridgeStatus", "KeptRdpBridge"]
-
-
-def _boot_id() -> str:
-    try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    except OSError:
-        return ""
 
 
 @dataclass
@@ -134,6 +133,8 @@ class KeptRdpBridge:
                 work_dir=self.state_dir / "work",
             )
             bridge.start()
+            for proc in bridge.processes:
+                keep_child(proc)  # reaped when this process stops them (tests, one-shot runs)
             state = self._record(bridge)
             return state, True
 
@@ -157,26 +158,23 @@ class KeptRdpBridge:
             "display": bridge.display,
             "port": bridge.port,
             "rdp": bridge.describe(),
-            "boot_id": _boot_id(),
+            "boot_id": boot_id(),
             "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "processes": processes,
         }
-        _write_private(
+        write_private(
             self.credentials_file,
             json.dumps({"password": bridge.vnc_password, "view_password": bridge.view_password}),
         )
-        _write_private(self.state_file, json.dumps(state, indent=2))
+        write_private(self.state_file, json.dumps(state, indent=2))
         return state
 
     def _stop_recorded(self) -> list[str]:
         state = self.read_state()
         stopped: list[str] = []
-        if state is not None and state.get("boot_id") == _boot_id():
-            for record in reversed(_records(state)):
-                targets = session_members(record.pid) if record.is_ours(state["boot_id"]) else {}
-                if targets:
-                    _terminate(targets)
-                    stopped.append(record.name)
+        if state is not None:
+            boot = str(state.get("boot_id"))
+            stopped = [r.name for r in reversed(_records(state)) if stop_session(r, boot)]
         for path in (self.state_file, self.credentials_file):
             path.unlink(missing_ok=True)
         return stopped
@@ -193,25 +191,3 @@ class KeptRdpBridge:
 
 def _records(state: dict[str, Any]) -> list[ProcessRecord]:
     return [ProcessRecord(**p) for p in state.get("processes", [])]
-
-
-def _write_private(path: Path, text: str) -> None:
-    tmp = path.with_suffix(".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        out.write(text)
-    tmp.replace(path)
-
-
-def _terminate(targets: dict[int, int], timeout: float = 5.0) -> None:
-    """SIGTERM the processes (each checked against its start time), SIGKILL what stays."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pid, start in targets.items():
-            if process_start_time(pid) == start:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, sig)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if all(process_start_time(pid) != start for pid, start in targets.items()):
-                return
-            time.sleep(0.02)

@@ -9,17 +9,14 @@ ends them after the task.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import shutil
-import signal
 import subprocess
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vnc_use.desktops.local import process_start_time, session_members
+from vnc_use.desktops.processes import process_start_time, session_members, terminate
 
 __all__ = ["CommandResult", "Commands"]
 
@@ -92,16 +89,6 @@ class Commands:
 
 def _kill_session(sid: int) -> None:
     """SIGTERM the live members of session ``sid``, then SIGKILL the ones that stay."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        members = session_members(sid)
-        if not members:
-            return
-        for pid, start in members.items():
-            if process_start_time(pid) == start:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, sig)
-        deadline = time.monotonic() + 3
-        while time.monotonic() < deadline and any(
-            process_start_time(p) == s for p, s in members.items()
-        ):
-            time.sleep(0.05)
+    members = session_members(sid)
+    if members:
+        terminate(members, timeout=3.0)

@@ -18,13 +18,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from vnc_use import __version__
 from vnc_use.errors import VncUseError
 from vnc_use.evaluation.desktops import DesktopSlot
 from vnc_use.evaluation.index import write_index
 from vnc_use.evaluation.results import ResultsFile, TaskResult, summarize
 from vnc_use.evaluation.runner import TaskRunner, run_task
 from vnc_use.evaluation.tasks import Task, TaskFile
+from vnc_use.version import __version__
 
 __all__ = ["Evaluation", "EventFn"]
 

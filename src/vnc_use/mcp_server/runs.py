@@ -20,6 +20,7 @@ from vnc_use.agent.state import RunResult
 from vnc_use.desktops.target import DesktopTarget
 from vnc_use.errors import ConfigError
 from vnc_use.mcp_server.session import DesktopSession
+from vnc_use.record import run_record
 from vnc_use.record.report import REPORT_NAME
 from vnc_use.runs.spec import MODEL_FIELDS, RunSpec
 from vnc_use.status import RunStatus
@@ -104,11 +105,11 @@ def run_agent(
         if thread_id is None or decision not in ("approve", "deny", "status"):
             raise ConfigError("give a task, or a thread_id to approve or deny")
         saved = _saved(session.runs_dir, thread_id)
-        from vnc_use.providers.registry import planner_from_settings
+        from vnc_use.replay.planner import planner_from_run
 
         recorded = RunSpec.from_run_json(saved)  # its budgets, approvals and model
         spec = replace(recorded, runs_dir=str(session.runs_dir), desktop=session_desktop(session))
-        planner = planner_from_settings(saved)  # a replay's too
+        planner = planner_from_run(saved)  # a replay's too
         with _agent(session, spec, on_step, planner) as agent:
             answers = {"approve": agent.approve, "deny": agent.deny, "status": agent.result}
             result = answers[decision](thread_id)
@@ -121,14 +122,12 @@ def session_desktop(session: DesktopSession) -> DesktopTarget:
 
 
 def _saved(runs_dir: Path, thread_id: str) -> dict[str, Any]:
-    path = runs_dir / thread_id / "run.json"
-    try:
-        saved: dict[str, Any] = json.loads(path.read_text("utf-8"))
-    except (OSError, ValueError):
-        raise ConfigError(f"no run {thread_id!r} in {runs_dir}") from None
-    if saved.get("kind") == "mcp-session":
+    record = run_record.load(runs_dir / thread_id)
+    if record is None:
+        raise ConfigError(f"no run {thread_id!r} in {runs_dir}")
+    if record.is_mcp_session:
         raise ConfigError(f"{thread_id!r} is an MCP tool session, not a run: it has no approvals")
-    return saved
+    return record.settings()
 
 
 def outcome(result: RunResult) -> dict[str, Any]:

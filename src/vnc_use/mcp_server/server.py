@@ -42,12 +42,12 @@ from mcp.types import (
 )
 from pydantic import BaseModel, ConfigDict, Field
 
-from vnc_use import __version__
 from vnc_use.agent.state import RunResult
 from vnc_use.errors import VncError, VncUseError
 from vnc_use.mcp_server.runs import DEFAULT_STEP_LIMIT, approval_question, outcome, run_agent
 from vnc_use.mcp_server.session import DesktopSession, Shot, ToolInputError
 from vnc_use.status import RunStatus
+from vnc_use.version import __version__
 
 __all__ = ["BearerAuth", "StrictTool", "build_server", "serve_http", "serve_stdio"]
 

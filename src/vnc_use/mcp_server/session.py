@@ -25,14 +25,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vnc_use import config
-from vnc_use.agent.journal import Journal
-from vnc_use.agent.storage import Storage, open_storage
 from vnc_use.desktops.base import CaptureRule, Desktop
 from vnc_use.desktops.target import ReachedDesktop
 from vnc_use.errors import VncError
+from vnc_use.record import run_record
 from vnc_use.record.folder import RunFolder
 from vnc_use.record.report import ReportOnRunEnd
 from vnc_use.status import RunStatus
+from vnc_use.store.journal import Journal
+from vnc_use.store.storage import Storage, open_storage
 
 if TYPE_CHECKING:
     from vnc_use.runs.spec import RunSpec
@@ -121,22 +122,20 @@ class DesktopSession:
         if self._folder is None:
             folder = RunFolder(self.runs_dir, self.thread_id, secrets=self._secrets)
             folder.add_listener(ReportOnRunEnd(folder))
-            folder.write_json(
-                "run.json",
-                {
-                    "thread_id": self.thread_id,
-                    "task": SESSION_TASK,
-                    "kind": "mcp-session",
-                    "vnc_server": self.target.label,
-                    **({"rdp": dict(self.target.rdp)} if self.target.rdp else {}),
-                    "vnc_username": self.target.username,
-                    "vnc_ca": self.target.ca_file,
-                    "screen_region": str(self.target.screen_region)
-                    if self.target.screen_region
-                    else None,
-                    "started": time.time(),
-                },
-            )
+            session: dict[str, Any] = {
+                "thread_id": self.thread_id,
+                "task": SESSION_TASK,
+                "kind": "mcp-session",
+                "vnc_server": self.target.label,
+                **({"rdp": dict(self.target.rdp)} if self.target.rdp else {}),
+                "vnc_username": self.target.username,
+                "vnc_ca": self.target.ca_file,
+                "screen_region": str(self.target.screen_region)
+                if self.target.screen_region
+                else None,
+                "started": time.time(),
+            }
+            run_record.write(folder, run_record.RunRecord.from_json(session))
             folder.event(
                 "run_started",
                 thread_id=self.thread_id,
@@ -161,7 +160,7 @@ class DesktopSession:
                     error=None,
                     pending_call=None,
                 )
-                self._folder.update_json("run.json", status=RunStatus.DONE.value, reason=None)
+                run_record.update(self._folder, status=RunStatus.DONE.value, reason=None)
             if self._desktop is not None:
                 disconnect = getattr(self._desktop, "disconnect", None)
                 if callable(disconnect):

@@ -2,7 +2,7 @@
 
 The graph depends on :class:`Planner` only. A planner reads vnc-use's own history records
 (JSON dicts, screenshots by sha256) and answers with a :class:`Proposal`; nothing of a
-provider's SDK crosses this line. History records (built by :mod:`vnc_use.agent.history`):
+provider's SDK crosses this line. History records (built by :mod:`vnc_use.providers.history`):
 
 - ``{"turn": "user", "text": TASK, "screenshot": SHA | None, "screen_size": [W, H]}`` -- the
   task;

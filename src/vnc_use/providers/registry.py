@@ -226,12 +226,9 @@ _BUILDERS: dict[str, Callable[[Mapping[str, Any]], Planner]] = {
 
 def planner_from_settings(settings: Mapping[str, Any]) -> Planner:
     """The planner a run used, rebuilt from its ``run.json`` settings (for ``approve``,
-    ``deny`` and ``resume``); a run without ``provider`` is a Gemini run, a replay's
-    (``provider: replay``) is rebuilt by :mod:`vnc_use.replay`."""
-    if settings.get("provider") == "replay":
-        from vnc_use.replay.planner import replay_planner_from_settings
-
-        return replay_planner_from_settings(settings)
+    ``deny`` and ``resume``); a run without ``provider`` is a Gemini run. A replay's
+    (``provider: replay``) is not a provider: :func:`vnc_use.replay.planner_from_run`
+    rebuilds any run's planner, a replay's included."""
     keep = settings.get("keep_screenshots")
     return make_planner(
         settings.get("provider") or DEFAULT_PROVIDER,

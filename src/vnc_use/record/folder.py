@@ -69,7 +69,7 @@ class Redactor:
         if isinstance(obj, dict):
             out: dict[str, Any] = {}
             for key, value in obj.items():
-                if isinstance(key, str) and _SECRET_KEY_NAMES.search(key) and value:
+                if _secret_key(key) and value:
                     out[key] = REDACTED
                 else:
                     out[key] = self(value)
@@ -77,6 +77,13 @@ class Redactor:
         if isinstance(obj, (list, tuple)):
             return [self(v) for v in obj]
         return obj
+
+
+def _secret_key(key: object) -> bool:
+    """A key whose value is a secret: ``password``, ``api_key``, ... but not the *name* of
+    the variable holding one (``vnc_password_env``: a name, kept so that a run can be
+    resumed)."""
+    return isinstance(key, str) and bool(_SECRET_KEY_NAMES.search(key)) and not key.endswith("_env")
 
 
 def _image_stub(data: Any, mime: Any) -> dict[str, Any]:
@@ -111,7 +118,8 @@ def _atomic_write(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
-def _json_default(value: Any) -> Any:
+def json_default(value: Any) -> Any:
+    """How a value JSON has no type for is written (bytes by size and digest, sets sorted)."""
     if isinstance(value, (bytes, bytearray)):
         return {"bytes": len(value), "sha256": hashlib.sha256(value).hexdigest()}
     if isinstance(value, (set, frozenset)):
@@ -147,7 +155,7 @@ class RunFolder:
         record: dict[str, Any] = self.redact(
             {"ts": round(time.time(), 3), "event": event, **fields}
         )
-        line = json.dumps(record, default=_json_default, ensure_ascii=False)
+        line = json.dumps(record, default=json_default, ensure_ascii=False)
         with self._lock, (self.path / "events.jsonl").open("a", encoding="utf-8") as fh:
             fh.write(line + "\n")
         for listener in self._listeners:
@@ -170,7 +178,7 @@ class RunFolder:
         path = self.path / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         text = json.dumps(
-            self.redact(strip_images(obj)), indent=1, default=_json_default, ensure_ascii=False
+            self.redact(strip_images(obj)), indent=1, default=json_default, ensure_ascii=False
         )
         _atomic_write(path, text.encode("utf-8"))
         return path

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from vnc_use.errors import ConfigError
+from vnc_use.record import run_record
 from vnc_use.record.folder import check_thread_id
 
 __all__ = ["RunSummary", "list_runs", "read_events", "run_folder", "summarize"]
@@ -69,11 +70,8 @@ def read_events(run_dir: Path) -> Iterator[dict[str, Any]]:
 
 
 def _settings(run_dir: Path) -> dict[str, Any]:
-    try:
-        data = json.loads((run_dir / "run.json").read_text("utf-8"))
-    except (OSError, json.JSONDecodeError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    record = run_record.load(run_dir)
+    return record.settings() if record is not None else {}
 
 
 def summarize(run_dir: Path) -> RunSummary | None:

@@ -10,6 +10,7 @@ from vnc_use.replay.planner import (
     PROVIDER,
     ReplayOptions,
     ReplayPlanner,
+    planner_from_run,
     replay_planner_from_settings,
 )
 from vnc_use.replay.recording import RecordedStep, Recording, load_recording
@@ -24,5 +25,6 @@ __all__ = [
     "difference",
     "load_recording",
     "parse_tolerance",
+    "planner_from_run",
     "replay_planner_from_settings",
 ]

@@ -20,13 +20,20 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from vnc_use.actions import ActionError, ValidatedAction
-from vnc_use.agent import history as records
 from vnc_use.errors import ConfigError
+from vnc_use.providers import history as records
 from vnc_use.providers.base import HistoryRecord, LoadPng, Planner, Proposal, ProposedCall
 from vnc_use.replay.compare import DEFAULT_TOLERANCE, Mask, difference, parse_tolerance
 from vnc_use.replay.recording import RecordedStep, Recording, load_recording, validate_action
 
-__all__ = ["PROVIDER", "SPEEDS", "ReplayOptions", "ReplayPlanner", "replay_planner_from_settings"]
+__all__ = [
+    "PROVIDER",
+    "SPEEDS",
+    "ReplayOptions",
+    "ReplayPlanner",
+    "planner_from_run",
+    "replay_planner_from_settings",
+]
 
 PROVIDER = "replay"
 """``run.json``'s ``provider`` of a replay."""
@@ -323,3 +330,14 @@ def replay_planner_from_settings(
 
         healer = planner_from_settings(saved.get("heal_planner") or {})
     return ReplayPlanner(recording, options, healer)
+
+
+def planner_from_run(settings: Mapping[str, Any]) -> Planner:
+    """The planner a run used, rebuilt from its ``run.json`` settings (``approve``, ``deny``,
+    ``resume``): a replay's (``provider: replay``) here, any model's by the providers'
+    registry, which knows nothing of replays."""
+    if settings.get("provider") == PROVIDER:
+        return replay_planner_from_settings(settings)
+    from vnc_use.providers.registry import planner_from_settings
+
+    return planner_from_settings(settings)

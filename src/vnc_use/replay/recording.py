@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from vnc_use.actions import TABLES, ActionError, ValidatedAction
-from vnc_use.agent.journal import Journal, import_jsonl
 from vnc_use.errors import ConfigError
+from vnc_use.record import run_record
 from vnc_use.record.runs import read_events
+from vnc_use.store.journal import Journal, import_jsonl
 
 __all__ = ["RecordedStep", "Recording", "load_recording", "validate_action"]
 
@@ -108,7 +109,7 @@ def _done_steps(path: Path, journal: Journal | None) -> set[int]:
     storage = None
     if journal is None:
         from vnc_use import config
-        from vnc_use.agent.storage import open_storage
+        from vnc_use.store.storage import open_storage
 
         storage = open_storage(config.database_url(), path.parent)
         journal = storage.journal(path.name)
@@ -173,10 +174,8 @@ def load_recording(
     from vnc_use.record.runs import run_folder
 
     path = run_folder(runs_dir, thread_id).resolve()
-    try:
-        settings = json.loads((path / "run.json").read_text("utf-8"))
-    except (OSError, json.JSONDecodeError):
-        settings = {}
+    record = run_record.load(path)
+    settings = record.settings() if record is not None else {}
     reader = _Reader(_done_steps(path, journal))
     for event in read_events(path):
         reader.feed(event)

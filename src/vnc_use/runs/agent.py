@@ -5,9 +5,9 @@ front door builds); ``VncUseAgent(...)`` keeps its keyword arguments as a thin f
 the spec. The setup shared with the served graph factory is in :mod:`vnc_use.runs.open`.
 
 The graph itself (nodes, routing) is in :mod:`vnc_use.agent.graph`; this module compiles it with a
-checkpointer (SQLite in the runs folder, or PostgreSQL: :mod:`vnc_use.agent.storage`), connects
+checkpointer (SQLite in the runs folder, or PostgreSQL: :mod:`vnc_use.store.storage`), connects
 the desktop and the model, holds the desktop's lease while the run acts
-(:mod:`vnc_use.agent.lease`), and turns the graph's state into a
+(:mod:`vnc_use.store.lease`), and turns the graph's state into a
 :class:`~vnc_use.agent.state.RunResult`. A run's id is its LangGraph thread id, so ``approve``,
 ``deny`` and ``resume`` work from any process that opens the same ``runs_dir`` and checkpoints.
 """
@@ -33,11 +33,11 @@ from langgraph.types import Command
 from vnc_use import config
 from vnc_use.agent import approval as safety
 from vnc_use.agent.graph import AgentContext, AgentSettings, build_graph
-from vnc_use.agent.journal import import_jsonl
-from vnc_use.agent.lease import DEFAULT_LEASE_TIMEOUT
+from vnc_use.store.journal import import_jsonl
+from vnc_use.store.lease import DEFAULT_LEASE_TIMEOUT
 from vnc_use.agent.outcome import record_outcome, run_outcome
 from vnc_use.agent.state import CUAState, RunResult
-from vnc_use.agent.storage import CHECKPOINT_DB
+from vnc_use.store.storage import CHECKPOINT_DB
 from vnc_use.desktops.address import parse_server
 from vnc_use.desktops.base import Desktop
 from vnc_use.desktops.keyboard import KeyboardLimits
@@ -59,6 +59,7 @@ from vnc_use.errors import (
     VncUseError,
 )
 from vnc_use.providers.base import Planner
+from vnc_use.record import run_record
 from vnc_use.record.folder import RunFolder, check_thread_id
 from vnc_use.replay.compare import DEFAULT_TOLERANCE
 from vnc_use.runs.open import (
@@ -89,9 +90,9 @@ class VncUseAgent:
     :meth:`approve`, :meth:`deny` and :meth:`resume` work from any process. ``checkpointer``
     keeps them elsewhere: a ``postgresql://`` URL (or a ``PostgresSaver``) for runs that
     several machines share, or any LangGraph checkpointer; the action journal goes into the same
-    database (:mod:`vnc_use.agent.storage`). A run holds its desktop's lease while it acts
-    (:mod:`vnc_use.agent.lease`); another run on the same desktop waits up to
-    ``lease_timeout`` seconds, then fails with :class:`~vnc_use.agent.lease.LeaseBusy`.
+    database (:mod:`vnc_use.store.storage`). A run holds its desktop's lease while it acts
+    (:mod:`vnc_use.store.lease`); another run on the same desktop waits up to
+    ``lease_timeout`` seconds, then fails with :class:`~vnc_use.store.lease.LeaseBusy`.
     ``screen_size`` is only a hint: the real size of every screenshot is what coordinates are
     scaled to.
     ``screen_region`` (``"WxH+X+Y"``, see :mod:`vnc_use.desktops.region`) is the part of the
@@ -425,9 +426,9 @@ class VncUseAgent:
         desktop = self.desktop
         where = self._where(desktop)
         folder = self._folder(thread_id)
-        folder.write_json(
-            "run.json",
+        record = run_record.RunRecord.from_json(
             {
+                "kind": "local",
                 "thread_id": thread_id,
                 "task": task,
                 **where,
@@ -441,8 +442,9 @@ class VncUseAgent:
                 "sensitive_names": sorted(self.sensitive_text),
                 "checkpointer": self.storage.described,  # never its password
                 "started": time.time(),
-            },
+            }
         )
+        run_record.write(folder, record)
         started = {k: where[k] for k in ("desktop", "vnc_server", "security", "rdp") if k in where}
         folder.event("run_started", thread_id=thread_id, task=task, **started)
         initial: CUAState = {
@@ -529,14 +531,10 @@ class VncUseAgent:
             return self._replays[thread_id]
         if isinstance(self.planner, ReplayPlanner):
             return self.planner
-        path = self.runs_dir / thread_id / "run.json"
-        try:
-            saved = json.loads(path.read_text("utf-8"))
-        except (OSError, ValueError):
+        record = run_record.load(self.runs_dir / thread_id)
+        if record is None or record.provider != PROVIDER:
             return self.planner
-        if not isinstance(saved, dict) or saved.get("provider") != PROVIDER:
-            return self.planner
-        planner = replay_planner_from_settings(saved, healer=self.planner)
+        planner = replay_planner_from_settings(record.settings(), healer=self.planner)
         self._replays[thread_id] = planner
         return planner
 

@@ -49,7 +49,7 @@ def reaching(url: str) -> Iterator[None]:
     except httpx.HTTPError as exc:
         raise ConfigError(
             f"cannot reach the server at {url} ({exc}); start it with 'langgraph dev' "
-            "in the project (see the README's Deployment section) or check --server"
+            "in the project (see docs/deployment/langgraph-server.md) or check --server"
         ) from None
 
 

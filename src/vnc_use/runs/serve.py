@@ -40,13 +40,14 @@ from langgraph.types import StateSnapshot
 from vnc_use import config as env
 from vnc_use.agent.context import AgentContext
 from vnc_use.agent.graph import build_graph
-from vnc_use.agent.lease import Lease
+from vnc_use.store.lease import Lease
 from vnc_use.agent.outcome import record_outcome, run_outcome
 from vnc_use.agent.state import CUAState, RunResult
-from vnc_use.agent.storage import Storage, open_storage
+from vnc_use.store.storage import Storage, open_storage
 from vnc_use.desktops.base import Desktop
 from vnc_use.desktops.target import ReachedDesktop, reach
 from vnc_use.errors import ConfigError, ServedRunError, VncUseError
+from vnc_use.record import run_record
 from vnc_use.record.folder import RunFolder
 from vnc_use.runs.open import MISSING_ON_SERVER, open_planner, run_folder, sensitive_values
 from vnc_use.runs.spec import SPEC_NAMESPACE, RunSpec
@@ -82,8 +83,8 @@ class LiveRun:
         task = state.get("task", "")
         thread_id = self.folder.thread_id
         security = _security_json(getattr(self.desktop, "security", None))
-        self.folder.update_json(
-            "run.json", task=task, started=time.time(), security=security, status="running"
+        run_record.update(
+            self.folder, task=task, started=time.time(), security=security, status="running"
         )
         self.folder.event(
             "run_started",
@@ -153,7 +154,7 @@ def open_live(spec: RunSpec, thread_id: str) -> LiveRun:
         folder = _folder(spec, thread_id, sensitive)
         reached = exits.enter_context(reach(spec.desktop, log_path=folder.path / "freerdp.log"))
         if reached.rdp:
-            folder.update_json("run.json", vnc_server=reached.label, rdp=reached.rdp)
+            run_record.update(folder, vnc_server=reached.label, rdp=reached.rdp)
         desktop = reached.connect()
     except BaseException:
         try:
@@ -191,8 +192,9 @@ def _folder(spec: RunSpec, thread_id: str, sensitive: dict[str, str]) -> RunFold
         *sensitive.values(),
     ]
     folder = run_folder(Path(spec.runs_dir), thread_id, secrets)
-    if not (folder.path / "run.json").exists():
-        folder.write_json("run.json", {"thread_id": thread_id, "served": True, **spec.to_record()})
+    if run_record.load(folder.path) is None:
+        record = {"thread_id": thread_id, "kind": "served", "served": True, **spec.to_record()}
+        run_record.write(folder, run_record.RunRecord.from_json(record))
     return folder
 
 

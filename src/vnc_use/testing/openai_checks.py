@@ -16,13 +16,22 @@ import base64
 import binascii
 import io
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from PIL import Image
 
-__all__ = ["ROLES", "Problem", "decode_data_url", "image_parts", "request_problems"]
+__all__ = [
+    "ROLES",
+    "Problem",
+    "Violation",
+    "add_violation_listener",
+    "decode_data_url",
+    "image_parts",
+    "remove_violation_listener",
+    "request_problems",
+]
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
 """The message roles served (OpenAI's chat roles without the deprecated ``function``)."""
@@ -57,6 +66,30 @@ class Problem:
                 "code": self.code,
             }
         }
+
+
+@dataclass(frozen=True)
+class Violation:
+    """A broken rule in one request (the request got an error answer), as either OpenAI
+    stand-in (chat completions, Responses) records it."""
+
+    request_index: int
+    rule: str
+    message: str
+    status: int = 400
+
+
+_violation_listeners: list[Callable[[Violation], None]] = []
+
+
+def add_violation_listener(listener: Callable[[Violation], None]) -> None:
+    """Call ``listener`` with every violation any OpenAI stand-in of this process records."""
+    _violation_listeners.append(listener)
+
+
+def remove_violation_listener(listener: Callable[[Violation], None]) -> None:
+    """Stop calling ``listener`` (see :func:`add_violation_listener`)."""
+    _violation_listeners.remove(listener)
 
 
 def decode_data_url(url: Any) -> bytes | None:

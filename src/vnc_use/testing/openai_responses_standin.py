@@ -50,9 +50,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
-from vnc_use.testing.openai_checks import Problem, decode_data_url
+from vnc_use.testing.openai_checks import Problem, Violation, _violation_listeners, decode_data_url
 from vnc_use.testing.openai_responses_checks import Memory, request_problems
-from vnc_use.testing.openai_standin import Violation, _violation_listeners
 from vnc_use.testing.scripted import ScriptedServer
 
 __all__ = [

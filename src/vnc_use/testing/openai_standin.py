@@ -67,11 +67,13 @@ Command line (for people)::
         [--model ID ...] [--max-images K]
 
 (``--api responses`` serves OpenAI's Responses API with the GA computer tool instead: see
-:mod:`vnc_use.testing.openai_responses_standin`.)
-
-prints the base URL (``http://127.0.0.1:N/v1``) and serves until interrupted; every refused
-request is reported on stderr (never an API key). ``script.json`` is a JSON list; each item is
-one reply, one of::
+:mod:`vnc_use.testing.openai_responses_standin`; ``--family holo --runs-dir runs`` with
+optional ``--convention relative|qwen25-pixels|ui-tars-pixels`` and ``--offset DX,DY``
+answers ``vnc-use calibrate`` like a model family instead of a script, rightly or wrongly on
+purpose: see :mod:`vnc_use.testing.openai_families`, which also has ``family_reply`` for
+scripts.) It prints the base URL (``http://127.0.0.1:N/v1``) and serves until interrupted;
+every refused request is reported on stderr (never an API key). ``script.json`` is a JSON
+list; each item is one reply, one of::
 
     {"content": "Thought: ...\\nAction: click(start_box='(100,200)')"}
     {"content": "<tool_call>\\n{\\"name\\": \\"computer_use\\", ...}\\n</tool_call>"}
@@ -99,13 +101,23 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from vnc_use.testing.openai_checks import Problem, decode_data_url, image_parts, request_problems
+from vnc_use.testing.openai_checks import (
+    Problem,
+    Violation,
+    _violation_listeners,
+    add_violation_listener,
+    decode_data_url,
+    image_parts,
+    remove_violation_listener,
+    request_problems,
+)
+from vnc_use.testing.openai_replies import FINISH_TOOL, Reply, ScriptFn, ScriptItem, ToolCall
 from vnc_use.testing.scripted import ScriptedServer
 
 __all__ = [
@@ -136,218 +148,11 @@ DEFAULT_MAX_IMAGES = 4
 EXHAUSTED_TEXT = "(stand-in script exhausted)"
 """The assistant text answered once a list script has no items left."""
 
-FINISH_TOOL = "finish"
-"""The name of the finish tool call :meth:`Reply.finish` makes (argument ``text``)."""
-
 _CREATED = 1_700_000_000  # a fixed "created" time for the model list
 _REDACTED = "<redacted>"
-_CONTEXT_MESSAGE = (
-    "This model's maximum context length is {limit} tokens. However, your messages resulted "
-    "in {got} tokens. Please reduce the length of the messages."
-)
-_DEFAULT_ERRORS: dict[int, tuple[str, str, str | None]] = {
-    400: ("Bad request (stand-in).", "invalid_request_error", None),
-    401: ("Incorrect API key provided.", "invalid_request_error", "invalid_api_key"),
-    404: (
-        "The model does not exist or you do not have access to it.",
-        "invalid_request_error",
-        "model_not_found",
-    ),
-    429: ("Rate limit reached (stand-in).", "requests", "rate_limit_exceeded"),
-    500: (
-        "The server had an error while processing your request. Sorry about that!",
-        "server_error",
-        None,
-    ),
-    503: ("The engine is currently overloaded, please try again later.", "server_error", None),
-}
-
-
-# ----------------------------------------------------------------------------- script items
-
-
-@dataclass(frozen=True)
-class ToolCall:
-    """One native tool call the scripted model makes (``arguments``: a dict or raw JSON)."""
-
-    name: str
-    arguments: Mapping[str, Any] | str = field(default_factory=dict)
-    id: str | None = None
-
-    def to_json(self, call_id: str) -> dict[str, Any]:
-        """The OpenAI ``tool_calls`` item (``arguments`` as a JSON string)."""
-        args = self.arguments
-        text = args if isinstance(args, str) else json.dumps(dict(args))
-        return {
-            "id": self.id or call_id,
-            "type": "function",
-            "function": {"name": self.name, "arguments": text},
-        }
-
-
-@dataclass(frozen=True)
-class Reply:
-    """One scripted answer (build with the class methods).
-
-    An assistant message (``content`` and ``calls``) is wrapped in the ``chat.completion``
-    envelope when served; ``body`` is served as it is with ``status`` (errors, raw bodies).
-    ``delay`` seconds pass before the answer.
-    """
-
-    status: int = 200
-    content: str | None = None
-    calls: tuple[ToolCall, ...] = ()
-    finish_reason: str | None = None
-    body: Mapping[str, Any] | None = None
-    delay: float = 0.0
-
-    @classmethod
-    def text(cls, content: str, *, finish_reason: str = "stop", delay: float = 0.0) -> Reply:
-        """An assistant message with text only (UI-TARS, Qwen ``<tool_call>`` text, a finish)."""
-        return cls(content=content, finish_reason=finish_reason, delay=delay)
-
-    @classmethod
-    def tool_calls(
-        cls,
-        *calls: ToolCall,
-        content: str | None = None,
-        finish_reason: str = "tool_calls",
-        delay: float = 0.0,
-    ) -> Reply:
-        """An assistant message with native ``tool_calls`` (and optional text)."""
-        return cls(content=content, calls=calls, finish_reason=finish_reason, delay=delay)
-
-    @classmethod
-    def finish(cls, text: str, *, call_id: str | None = None, delay: float = 0.0) -> Reply:
-        """A :data:`FINISH_TOOL` call ``finish(text=...)`` (the ``tools`` dialect's finish)."""
-        return cls.tool_calls(ToolCall(FINISH_TOOL, {"text": text}, call_id), delay=delay)
-
-    @classmethod
-    def error(
-        cls,
-        status: int,
-        message: str | None = None,
-        *,
-        type: str | None = None,
-        code: str | None = None,
-        param: str | None = None,
-        delay: float = 0.0,
-    ) -> Reply:
-        """An error answer in OpenAI's shape (defaults per status: 401, 404, 429, 500, 503)."""
-        default_message, default_type, default_code = _DEFAULT_ERRORS.get(
-            status, (f"Stand-in error {status}.", "server_error", None)
-        )
-        problem = Problem(
-            status,
-            "scripted",
-            message or default_message,
-            param,
-            code if code is not None else default_code,
-            type or default_type,
-        )
-        return cls(status=status, body=problem.error_body(), delay=delay)
-
-    @classmethod
-    def context_length_exceeded(cls, limit: int = 4096, got: int = 5000) -> Reply:
-        """OpenAI's 400 for a prompt longer than the model's context."""
-        return cls.error(
-            400,
-            _CONTEXT_MESSAGE.format(limit=limit, got=got),
-            code="context_length_exceeded",
-            param="messages",
-        )
-
-    @classmethod
-    def raw(cls, body: Mapping[str, Any], status: int = 200, delay: float = 0.0) -> Reply:
-        """Serve ``body`` verbatim."""
-        return cls(status=status, body=dict(body), delay=delay)
-
-    @classmethod
-    def from_json(cls, item: Mapping[str, Any]) -> Reply:
-        """Build a reply from one item of the JSON script format (see the module docstring)."""
-        reply = cls._from_json_kind(item)
-        changes: dict[str, Any] = {}
-        if "delay" in item:
-            changes["delay"] = float(item["delay"])
-        if "finish_reason" in item:
-            changes["finish_reason"] = str(item["finish_reason"])
-        return _replace(reply, changes)
-
-    @classmethod
-    def _from_json_kind(cls, item: Mapping[str, Any]) -> Reply:
-        if "raw" in item:
-            return cls.raw(dict(item["raw"]), int(item.get("http_status", 200)))
-        error = item.get("error")
-        if error == "context_length_exceeded":
-            return cls.context_length_exceeded()
-        if error is not None:
-            return cls.error(
-                int(error),
-                item.get("message"),
-                type=item.get("type"),
-                code=item.get("code"),
-                param=item.get("param"),
-            )
-        if "finish" in item:
-            return cls.finish(str(item["finish"]))
-        if "tool_calls" in item:
-            calls = [
-                ToolCall(c["name"], c.get("arguments") or {}, c.get("id"))
-                for c in item["tool_calls"]
-            ]
-            return cls.tool_calls(*calls, content=item.get("content"))
-        if "content" in item:  # null: an empty assistant message
-            content = item["content"]
-            return cls(content=None if content is None else str(content), finish_reason="stop")
-        raise ValueError(f"Unrecognised script item: {dict(item)!r}")
-
-    def message(self, call_ids: Sequence[str]) -> dict[str, Any]:
-        """The assistant message, with ``call_ids[i]`` for calls that give no id."""
-        message: dict[str, Any] = {"role": "assistant", "content": self.content, "refusal": None}
-        if self.calls:
-            message["tool_calls"] = [
-                c.to_json(i) for c, i in zip(self.calls, call_ids, strict=False)
-            ]
-        return message
-
-
-def _replace(reply: Reply, changes: Mapping[str, Any]) -> Reply:
-    if not changes:
-        return reply
-    values = {name: getattr(reply, name) for name in Reply.__dataclass_fields__}
-    values.update(changes)
-    return Reply(**values)
-
-
-ScriptItem = Reply | Mapping[str, Any]
-"""A list-script item: a :class:`Reply`, or a dict in the JSON script format."""
-ScriptFn = Callable[[Any, int], ScriptItem]
 
 
 # ----------------------------------------------------------------------------- records
-
-
-@dataclass(frozen=True)
-class Violation:
-    """A broken rule in one request (the request got an error answer)."""
-
-    request_index: int
-    rule: str
-    message: str
-    status: int = 400
-
-
-_violation_listeners: list[Callable[[Violation], None]] = []
-
-
-def add_violation_listener(listener: Callable[[Violation], None]) -> None:
-    """Call ``listener`` with every violation any OpenAI stand-in of this process records."""
-    _violation_listeners.append(listener)
-
-
-def remove_violation_listener(listener: Callable[[Violation], None]) -> None:
-    """Stop calling ``listener`` (see :func:`add_violation_listener`)."""
-    _violation_listeners.remove(listener)
 
 
 @dataclass
@@ -647,6 +452,24 @@ def _print_violation(violation: Violation) -> None:
     )
 
 
+def _script(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Any:
+    if args.family:
+        from vnc_use.testing.openai_families import TargetClicker
+
+        try:
+            dx, dy = (float(v) for v in args.offset.split(","))
+        except ValueError:
+            parser.error("--offset takes DX,DY, e.g. 40,-25")
+        return TargetClicker(
+            args.family, args.runs_dir, convention=args.convention, offset=(dx, dy)
+        )
+    with open(args.script, encoding="utf-8") as fh:
+        items = json.load(fh)
+    if not isinstance(items, list):
+        parser.error("the script must be a JSON list")
+    return [Reply.from_json(i) for i in items]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry: serve a JSON script until interrupted (``--api responses``: the
     Responses API stand-in, :mod:`vnc_use.testing.openai_responses_standin`)."""
@@ -667,7 +490,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="chat: POST /v1/chat/completions (default); responses: POST /v1/responses with "
         "the GA computer tool (see vnc_use.testing.openai_responses_standin)",
     )
-    parser.add_argument("--script", required=True, help="JSON file: a list of reply items")
+    parser.add_argument("--script", help="JSON file: a list of reply items")
+    parser.add_argument(
+        "--family",
+        choices=("tools", "qwen3-vl", "qwen2.5-vl", "ui-tars", "holo", "ui-venus", "opencua"),
+        help="instead of --script: click the calibration target each request names, in this "
+        "family's format (for vnc-use calibrate; see vnc_use.testing.openai_families)",
+    )
+    parser.add_argument(
+        "--runs-dir", default="runs", help="--family: where vnc-use calibrate makes its runs"
+    )
+    parser.add_argument(
+        "--convention",
+        choices=("relative", "qwen25-pixels", "ui-tars-pixels"),
+        help="--family: answer in this coordinate convention instead of the family's own",
+    )
+    parser.add_argument(
+        "--offset",
+        default="0,0",
+        metavar="DX,DY",
+        help="--family: add this many screen pixels to every click",
+    )
     parser.add_argument("--port", type=int, default=0, help="port (default: any free port)")
     parser.add_argument(
         "--model",
@@ -682,12 +525,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         help=f"images accepted in one request (default: {DEFAULT_MAX_IMAGES}; 0: none)",
     )
     args = parser.parse_args(argv)
-    with open(args.script, encoding="utf-8") as fh:
-        items = json.load(fh)
-    if not isinstance(items, list):
-        parser.error("the script must be a JSON list")
+    if (args.script is None) == (args.family is None):
+        parser.error("give either --script or --family")
     standin = OpenAIStandIn(
-        [Reply.from_json(i) for i in items],
+        _script(parser, args),
         models=args.models or DEFAULT_MODEL,
         max_images=args.max_images,
         port=args.port,
@@ -705,4 +546,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    # the imported module's main, so that its Reply is the one vnc_use.testing.openai_families
+    # builds (as __main__ this file's classes are other objects)
+    from vnc_use.testing.openai_standin import main as _main
+
+    raise SystemExit(_main())

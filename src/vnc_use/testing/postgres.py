@@ -154,8 +154,8 @@ class PostgresServer(Service):
         self._wait_ready(logfile)
 
     def _wait_ready(self, logfile: Path, timeout: float = 60.0) -> None:
-        from vnc_use.agent.postgres import connect
         from vnc_use.errors import StorageError
+        from vnc_use.store.postgres import connect
 
         deadline = time.monotonic() + timeout
         while True:

@@ -14,7 +14,6 @@ import json
 import time
 from html import escape
 
-from vnc_use import __version__
 from vnc_use.record import timefmt
 from vnc_use.record.report.describe import call_text, grid_pixels, intent, typed_text
 from vnc_use.record.report.markers import Marker, arrow_head, marker_for, shaft_end
@@ -27,6 +26,7 @@ from vnc_use.record.report.model import (
     StepView,
 )
 from vnc_use.status import RunStatus
+from vnc_use.version import __version__
 
 __all__ = ["STATUS_TEXT", "render_html"]
 

@@ -8,7 +8,6 @@ turn that proposed it, the person's decision, timings and the marker to draw.
 
 from __future__ import annotations
 
-import json
 import struct
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from typing import Any, Literal
 
 from vnc_use.actions import TABLES, call_pixels
 from vnc_use.desktops.png import screen_size_of
+from vnc_use.record import run_record
 from vnc_use.record.report.describe import is_sensitive
 from vnc_use.record.runs import read_events
 from vnc_use.status import RunStatus
@@ -444,10 +444,8 @@ def _size_pair(value: Any) -> tuple[int, int] | None:
 
 def load_run(run_dir: Path, redact: Callable[[Any], Any] | None = None) -> RunView:
     """Read a run folder into a :class:`RunView` (every value passed through ``redact``)."""
-    try:
-        settings = json.loads((run_dir / "run.json").read_text("utf-8"))
-    except (OSError, json.JSONDecodeError):
-        settings = {}
+    record = run_record.load(run_dir)
+    settings = record.settings() if record is not None else {}
     events: Iterable[dict[str, Any]] = read_events(run_dir)
     if redact is not None:
         settings = redact(settings)

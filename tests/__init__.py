@@ -1,0 +1,1 @@
+"""The test suite; tests/<package>/ holds the tests of src/vnc_use/<package>/."""

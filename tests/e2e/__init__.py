@@ -1,0 +1,1 @@
+"""Tests that run the whole agent through a vendor's SDK on a real desktop."""
