@@ -531,7 +531,8 @@ ALL_OPTIONS = [
 @pytest.mark.parametrize(
     ("door", "argv", "refused"),
     [
-        pytest.param("mcp", ["mcp", "--vnc", "127.0.0.1::5999"], ALL_OPTIONS, id="mcp"),
+        # mcp takes the model options (the defaults of run_task's runs), not --confirm
+        pytest.param("mcp", ["mcp", "--vnc", "127.0.0.1::5999"], ["--confirm", "type"], id="mcp"),
         pytest.param("replay", ["replay", "some-run"], ALL_OPTIONS, id="replay"),
         pytest.param("resume", ["resume", "some-run"], ALL_OPTIONS, id="resume"),
         pytest.param(
