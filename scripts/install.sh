@@ -27,6 +27,9 @@ APT_PACKAGES=(
   freerdp2-x11                # xfreerdp: the RDP bridge of --rdp (Windows and other RDP desktops)
   freerdp2-shadow-x11         # freerdp-shadow-cli: the RDP server the --rdp tests connect to
   winpr-utils                 # winpr-hash: the NLA password file of that test server
+  xrdp                        # the RDP server without NLA the --rdp tests also run (vnc_use.testing.xrdp)
+  xorgxrdp                    # xrdp's Xorg session (the probe app runs in it)
+  xclip                       # --rdp-paste-text: the bridge's clipboard; the xrdp tests read the session's
   python3-venv
 )
 

@@ -75,6 +75,15 @@ COVERED: list[tuple[str, tuple[str, ...]]] = [
         ("test_four_steps_over_rdp_with_nla", "test_kept_bridge_serves_runs_and_the_live_view"),
     ),
     (
+        r"vnc-use run --rdp xrdp-host --rdp-user alice --rdp-allow-unverified-login --task \".*\"",
+        ("test_four_steps_on_xrdp_type_exactly_without_caps_lock",),
+    ),
+    (
+        r"vnc-use run --rdp xrdp-host --rdp-user alice --rdp-allow-unverified-login"
+        r" --rdp-paste-text --task \".*\"",
+        ("test_paste_text_puts_unicode_on_xrdp_and_restores_the_clipboard",),
+    ),
+    (
         r"vnc-use (desktop rdp winbox\.local|view --vnc 127\.0\.0\.1::41261)",
         ("test_kept_bridge_serves_runs_and_the_live_view",),
     ),
@@ -141,6 +150,13 @@ COVERED: list[tuple[str, tuple[str, ...]]] = [
         ),
     ),
     (r"vnc-use (runs|show \S+|report \S+( --gif)?)", ("test_readme_history_commands",)),
+    # the video of a run (docs/video.md)
+    (
+        r"vnc-use run --task \"(Open the settings and turn on dark mode|Click the OK button)\""
+        r"( --no-video| --video-fps 8)?",
+        ("test_a_killed_run_leaves_a_playable_video", "test_no_video_records_none"),
+    ),
+    (r"vnc-use report \S+ --video", ("test_the_report_plays_the_video_and_seeks_to_step_3",)),
     (
         r"vnc-use run --vnc localhost::5901 --sensitive pin --task \"Unlock the screen with"
         r" \{\{pin\}\}\"",

@@ -24,6 +24,7 @@ from langgraph_sdk import get_sync_client
 
 from vnc_use.agent.approval import APPROVE, DENY, parse_decision
 from vnc_use.evaluation.tasks import load_tasks, suite_path
+from vnc_use.record.video import read_segments
 from vnc_use.store.storage import open_storage
 from vnc_use.testing.gemini_standin import (
     FunctionCallSpec,
@@ -189,6 +190,8 @@ def test_a_run_pauses_for_the_inbox_and_an_accept_lands_its_click(
     assert started["task"] == task and started["vnc_server"] == probe.desktop.server
     assert ended["status"] == "done" and ended["steps"] == 1
     assert "clicked" in (folder / "report.html").read_text()
+    # each leg of the served run is a segment of its video (issue 32)
+    assert [s.file for s in read_segments(folder)] == ["video.mp4", "video-2.mp4"]
     # and so is the journal: in the runs folder's database (no VNC_USE_DATABASE_URL here)
     storage = open_storage(None, runs)
     try:

@@ -31,6 +31,7 @@ from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult, ElicitResult, ImageContent, TextContent
 from PIL import Image
 
+from vnc_use.record.video import read_segments
 from vnc_use.store.storage import open_storage
 from vnc_use.testing.desktop import TestDesktop
 from vnc_use.testing.gemini_standin import (
@@ -272,6 +273,7 @@ def test_stdio_tools_drive_the_probe_and_journal_the_session(
     assert proc.returncode == 0, proc.stderr
     html = (session_dir / "report.html").read_text()
     assert "press_keys" in html and "type_text" in html
+    assert read_segments(session_dir) and 'id="run-video"' in html  # recorded (issue 32)
     ended = json.loads((session_dir / "events.jsonl").read_text().splitlines()[-1])
     assert ended["event"] == "run_ended" and ended["steps"] == 8
     for secret in (probe.desktop.password, DUMMY_API_KEY):

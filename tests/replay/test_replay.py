@@ -189,6 +189,7 @@ def test_replay_on_a_fresh_desktop_without_a_model(
     assert all(e["difference"] is not None and e["difference"] <= 1.0 for e in steps)
     report = (folder / "report.html").read_text()
     assert "The recorded run after its step 3" in report and "Replay of" in report
+    assert (folder / "video.mp4").is_file() and 'id="run-video"' in report  # issue 32
     assert main(["runs", "--runs-dir", str(recorded.runs)]) == 0
     listing = capsys.readouterr().out
     assert "[replay of recorded]" in listing

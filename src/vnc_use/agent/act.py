@@ -108,6 +108,8 @@ class _Result:
     screenshot: str | None = None
     size: tuple[int, int] | None = None
     action_ms: float = 0.0
+    started: float | None = None
+    """Wall-clock time the action began (the report seeks the run's video there)."""
 
 
 def act(state: CUAState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
@@ -127,9 +129,10 @@ def act(state: CUAState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     if first.get("safety") == "blocked":  # only from a checkpoint of an older version
         return end_blocked(ctx, "act", blocked_call_reason(first))
     c = _begin(ctx, state)
-    t_act = time.monotonic()
+    t_act, started = time.monotonic(), time.time()
     custom = ctx.planner.is_custom(c.call["name"])
     result = _run_custom(ctx, c) if custom else _run_action(ctx, c)
+    result.started = round(started, 3)
     result.action_ms = round((time.monotonic() - t_act) * 1000, 1)
     if not custom:
         _look(ctx, c, result)
@@ -156,6 +159,9 @@ def _begin(ctx: AgentContext, state: CUAState) -> _Call:
     approved = state.get("approved_call") == index
     return _Call(call, pending, index, step, key, outcome, approved, sha, size)
 
+
+PASTED_NOTE = "text pasted through the RDP clipboard (--rdp-paste-text), not typed"
+"""The note of a step whose text went through the clipboard (see ``desktops.rdp_clipboard``)."""
 
 RESTART_NOTE_KEY = "vnc_use_note"
 """The key of the note added to a custom function's recorded result when a resumed run sends
@@ -201,7 +207,10 @@ def _run_action(ctx: AgentContext, c: _Call) -> _Result:
     if isinstance(action, ActionError):
         result.error = action.message
     elif action is not None and c.outcome is Outcome.NEW:
+        pastes = getattr(ctx.desktop, "pastes", 0)
         result.pixels, result.error = _perform(ctx, c, action)
+        if getattr(ctx.desktop, "pastes", 0) > pastes:
+            result.note = PASTED_NOTE
     elif c.outcome is Outcome.DONE:
         result.note = "performed before the agent restarted; not repeated"
     elif c.outcome is Outcome.UNKNOWN:
@@ -293,6 +302,7 @@ def _record(ctx: AgentContext, state: CUAState, c: _Call, result: _Result) -> Tr
         pixels=result.pixels,
         screen_size=list(result.size or c.size),
         duration_ms=result.action_ms,
+        started=result.started,
         error=result.error,
         note=result.note,
         approved=c.approved,

@@ -26,3 +26,29 @@ EXIT_CODES: dict[str, int] = {
 def add_runs_dir(p: argparse.ArgumentParser) -> None:
     """``--runs-dir``: where run folders and the checkpoint database live."""
     p.add_argument("--runs-dir", default="runs", help="folder of run folders and checkpoints")
+
+
+def _fps(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of frames a second") from None
+    if not 0 < value <= 60:
+        raise argparse.ArgumentTypeError(f"{text} must be more than 0 and at most 60 (frames/s)")
+    return value
+
+
+def add_video_options(p: argparse.ArgumentParser) -> None:
+    """``--no-video`` and ``--video-fps``: the run's ``video.mp4`` (on by default)."""
+    p.add_argument(
+        "--no-video",
+        action="store_true",
+        help="do not record video.mp4 (recorded by default from the VNC connection)",
+    )
+    p.add_argument(
+        "--video-fps",
+        type=_fps,
+        default=10.0,
+        metavar="N",
+        help="the video's highest frame rate; frames only when the screen changes (default 10)",
+    )

@@ -23,7 +23,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from vnc_use import config
-from vnc_use.cli.common import EXIT_DONE, EXIT_ERROR, EXIT_INTERRUPTED
+from vnc_use.cli.common import EXIT_DONE, EXIT_ERROR, EXIT_INTERRUPTED, add_video_options
 from vnc_use.cli.options import (
     add_budget_options,
     add_model_options,
@@ -108,6 +108,7 @@ def register(sub: Any) -> None:
     )
     add_model_options(p)
     p.add_argument("--quiet", action="store_true", help="print only the summary")
+    add_video_options(p)
     p.set_defaults(func=command)
 
 

@@ -16,7 +16,7 @@ from types import FrameType
 from typing import Any
 
 from vnc_use import config
-from vnc_use.cli.common import EXIT_DONE, add_runs_dir
+from vnc_use.cli.common import EXIT_DONE, add_runs_dir, add_video_options
 from vnc_use.cli.options import (
     add_budget_options,
     add_connection_options,
@@ -70,6 +70,7 @@ def register(sub: Any) -> None:
     add_model_options(p)
     add_budget_options(p, timeout_help="seconds budget of a run_task run")
     add_runs_dir(p)
+    add_video_options(p)
     p.set_defaults(func=command)
 
 
@@ -128,7 +129,13 @@ def _serve(
 
     secret_values = config.secret_values()  # RDP_PASSWORD among them
     session = DesktopSession(
-        target, args.runs_dir, secrets=secret_values, thread_id=thread_id, spec=spec
+        target,
+        args.runs_dir,
+        secrets=secret_values,
+        thread_id=thread_id,
+        spec=spec,
+        video=spec.video,
+        video_fps=spec.video_fps,
     )
     server = mcp_server.build_server(session)
     try:

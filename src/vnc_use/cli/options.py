@@ -21,6 +21,7 @@ from vnc_use.errors import ConfigError
 __all__ = [
     "add_budget_options",
     "add_connection_options",
+    "add_login_and_paste",
     "add_model_options",
     "add_rdp_options",
     "budget_fields",
@@ -28,6 +29,7 @@ __all__ = [
     "model_fields",
     "non_negative_int",
     "positive_seconds",
+    "video_fields",
 ]
 
 
@@ -245,6 +247,30 @@ def add_rdp_options(p: argparse.ArgumentParser, *, default_help: str) -> None:
         help="accept only the RDP server certificate with this SHA-256 (default: trust on "
         "first use, recorded under vnc-use's state folder)",
     )
+    add_login_and_paste(p)
+
+
+def add_login_and_paste(p: argparse.ArgumentParser) -> None:
+    """``--rdp-allow-unverified-login`` and ``--rdp-paste-text`` (left out: the run's own)."""
+    p.add_argument(
+        "--rdp-allow-unverified-login",
+        action="store_true",
+        default=None,
+        help="give the credentials to an RDP server without NLA (such as xrdp), which checks "
+        "them in its own login screen: a wrong password then cannot end the run as an error",
+    )
+    p.add_argument(
+        "--rdp-paste-text",
+        action="store_true",
+        default=None,
+        help="text the RDP keyboard cannot type (beyond US ASCII) goes through the RDP "
+        "clipboard and Ctrl+V; the clipboard is restored after",
+    )
+
+
+def video_fields(args: argparse.Namespace) -> dict[str, Any]:
+    """The RunSpec fields of ``--no-video`` / ``--video-fps``."""
+    return {"video": not args.no_video, "video_fps": args.video_fps}
 
 
 def desktop_target(
@@ -276,6 +302,8 @@ def _given(args: argparse.Namespace, target: DesktopTarget) -> dict[str, Any]:
         "rdp_domain": getattr(args, "rdp_domain", None),
         "rdp_size": getattr(args, "rdp_size", None),
         "rdp_cert_fingerprint": getattr(args, "rdp_cert_fingerprint", None),
+        "rdp_paste_text": getattr(args, "rdp_paste_text", None),
+        "rdp_allow_unverified_login": getattr(args, "rdp_allow_unverified_login", None),
     }
     given = {k: v for k, v in read.items() if v is not None}
     if target.rdp_server:

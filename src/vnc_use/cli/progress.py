@@ -65,11 +65,17 @@ def _rdp(rdp: Any) -> Segments:
     """`` (RDP NLA, certificate SHA-256 ab:cd:..., trusted on first use)``."""
     if not isinstance(rdp, dict):
         return []
-    parts = [f"RDP {rdp.get('protocol') or '?'}"]
+    protocol = rdp.get("protocol") or "?"
+    parts = [f"RDP {protocol}"]
+    if protocol != "NLA":
+        parts[0] += " without NLA: the server checks any login in its own login screen"
+        if rdp.get("username") and rdp.get("allow_unverified_login"):
+            parts.append("login NOT verified (--rdp-allow-unverified-login)")
     if rdp.get("cert_sha256"):
         trust = _TRUST.get(str(rdp.get("cert_trust")), str(rdp.get("cert_trust")))
         parts.append(f"certificate SHA-256 {rdp['cert_sha256']}, {trust}")
-    return [(f" ({', '.join(parts)})", "green" if rdp.get("cert_sha256") else "yellow")]
+    colour = "green" if rdp.get("cert_sha256") and protocol == "NLA" else "yellow"
+    return [(f" ({', '.join(parts)})", colour)]
 
 
 class LineFormatter:

@@ -12,6 +12,7 @@ import argparse
 from typing import Any
 
 from vnc_use import config
+from vnc_use.cli.options import add_login_and_paste
 from vnc_use.desktops.target import DesktopTarget
 
 __all__ = ["command_rdp", "down_lines", "register_desktop_rdp", "status_lines"]
@@ -31,6 +32,7 @@ def register_desktop_rdp(actions: Any) -> None:
     p.add_argument("--rdp-size", default=None, metavar="WxH", help="default 1280x800")
     p.add_argument("--rdp-cert-fingerprint", default=None, metavar="SHA256")
     p.add_argument("--connect-timeout", type=float, default=None, metavar="S", help="default 5")
+    add_login_and_paste(p)
     p.set_defaults(func=command_rdp)
 
 
@@ -45,6 +47,8 @@ def command_rdp(args: argparse.Namespace) -> int:
         rdp_size=args.rdp_size,
         rdp_cert_fingerprint=args.rdp_cert_fingerprint,
         connect_timeout=args.connect_timeout or DesktopTarget.connect_timeout,
+        rdp_paste_text=bool(args.rdp_paste_text),
+        rdp_allow_unverified_login=bool(args.rdp_allow_unverified_login),
     )
     options = target.rdp_options()  # a bad address, size or fingerprint fails here
     assert options is not None
@@ -55,6 +59,8 @@ def command_rdp(args: argparse.Namespace) -> int:
     print(f"RDP bridge {what}: {rdp['label']} at {state['server']} (display {state['display']})")
     if rdp.get("cert_sha256"):
         print(f"  certificate:      SHA-256 {rdp['cert_sha256']} ({rdp.get('cert_trust')})")
+    if rdp.get("nla") is False:
+        print(f"  login:            {rdp.get('protocol')} without NLA: the server checks it itself")
     print(f"  watch it live:    vnc-use view --vnc {state['server']}")
     print(f'  give it a task:   vnc-use run --rdp {state["target"]} --task "..."')
     print(f"  FreeRDP's log:    {kept.log_path}")

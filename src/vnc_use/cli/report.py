@@ -17,6 +17,7 @@ from vnc_use.record import timefmt
 from vnc_use.record.folder import Redactor
 from vnc_use.record.report import GIF_NAME, REPORT_NAME, write_gif, write_report
 from vnc_use.record.runs import RunSummary, list_runs, read_events, run_folder, summarize
+from vnc_use.record.video import VIDEO_NAME, read_segments
 
 __all__ = ["register"]
 
@@ -27,6 +28,12 @@ def register(sub: Any) -> None:
     p.add_argument("thread_id", metavar="ID")
     p.add_argument("--gif", action="store_true", help=f"also write {GIF_NAME}: the steps animated")
     p.add_argument("--embed", action="store_true", help="put the screenshots inside the HTML file")
+    p.add_argument(
+        "--video",
+        action="store_true",
+        help=f"also print the run's video ({VIDEO_NAME}, then one file per resumed leg); the "
+        "report plays it above the steps",
+    )
     add_runs_dir(p)
     p.set_defaults(func=report_command)
 
@@ -62,6 +69,12 @@ def report_command(args: argparse.Namespace) -> int:
     if args.gif:
         gif = write_gif(folder, redact=redact)
         print(f"gif: {gif}" if gif else "gif: none (the run has no screenshots)")
+    if args.video:
+        segments = read_segments(folder)
+        for segment in segments:
+            print(f"video: {folder / segment.file}")
+        if not segments:
+            print("video: none (the run was recorded with --no-video, or not on a VNC desktop)")
     return EXIT_DONE
 
 

@@ -19,7 +19,7 @@ from vnc_use.cli import desktop as desktop_commands
 from vnc_use.cli import progress
 from vnc_use.cli import server as server_commands
 from vnc_use.cli.ask import ask_approval
-from vnc_use.cli.common import EXIT_CODES, EXIT_ERROR, add_runs_dir
+from vnc_use.cli.common import EXIT_CODES, EXIT_ERROR, add_runs_dir, add_video_options
 from vnc_use.cli.options import (
     add_budget_options,
     add_connection_options,
@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # langgraph is imported when a run starts, not before (an RDP
 
 def _common(p: argparse.ArgumentParser) -> None:
     add_runs_dir(p)
+    add_video_options(p)
     p.add_argument(
         "--vnc-password",
         default=None,

@@ -14,7 +14,7 @@ import argparse
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from vnc_use.cli.options import budget_fields, desktop_target, model_fields
+from vnc_use.cli.options import budget_fields, desktop_target, model_fields, video_fields
 from vnc_use.desktops.target import DesktopTarget
 
 if TYPE_CHECKING:  # the spec pulls in LangGraph: imported when a command builds one
@@ -27,6 +27,7 @@ def _local_fields(args: argparse.Namespace) -> dict[str, Any]:
     """What every run-family command sets on the spec: the runs folder, the lease timeout,
     the reconnect window (those given)."""
     fields = {
+        **video_fields(args),
         "runs_dir": args.runs_dir,
         "lease_timeout": args.lease_timeout,
         "reconnect_window_s": getattr(args, "reconnect_window", None),
@@ -78,6 +79,7 @@ def eval_spec(args: argparse.Namespace) -> RunSpec:
         **model_fields(args),
         **budget_fields(args),
         hitl_mode=args.approve_all,
+        **video_fields(args),
         desktop=DesktopTarget(
             vnc_password_env=args.vnc_password_env,
             connect_timeout=args.connect_timeout or DesktopTarget.connect_timeout,
@@ -97,6 +99,7 @@ def mcp_spec(args: argparse.Namespace) -> RunSpec:
         **model_fields(args),
         **budget_fields(args),
         runs_dir=args.runs_dir,
+        **video_fields(args),
         desktop=desktop_target(args),
     )
     spec.check()

@@ -23,6 +23,7 @@ FreeRDP's output goes to ``log_path`` only (the run folder's ``freerdp.log``).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import ipaddress
 import json
@@ -40,6 +41,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from vnc_use import config
+from vnc_use.desktops.keyboard import RDP_KEYBOARD, KeyboardLimits
+from vnc_use.desktops.rdp_clipboard import ClipboardPaster
 from vnc_use.desktops.rdp_probe import RdpProbe, RdpUnreachableError, colon_hex, probe_server
 from vnc_use.desktops.service import Service
 from vnc_use.desktops.xserver import (
@@ -56,6 +59,7 @@ from vnc_use.errors import ConfigError, VncUseError
 __all__ = [
     "APT_PACKAGES",
     "DEFAULT_RDP_SIZE",
+    "PASTE_PACKAGES",
     "RdpAuthError",
     "RdpBridge",
     "RdpCertificateError",
@@ -63,7 +67,9 @@ __all__ = [
     "RdpOptions",
     "RdpTarget",
     "RdpUnreachableError",
+    "RdpUnverifiedLoginError",
     "TrustStore",
+    "bridge_keyboard",
     "parse_fingerprint",
 ]
 
@@ -78,6 +84,8 @@ APT_PACKAGES = {
     "xmodmap": "x11-xserver-utils",
     "xwininfo": "x11-utils",
 }
+#: Programs only ``--rdp-paste-text`` needs, and their packages.
+PASTE_PACKAGES = {"xclip": "xclip"}
 _ENV_KEEP = ("PATH", "LANG", "LANGUAGE", "TZ", "USER", "LOGNAME", "TMPDIR")
 _HOST_RE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.\-_]*[A-Za-z0-9])?$")
 _FREERDP_STATUS = re.compile(r"\b(ERRCONNECT_[A-Z_]+|ERRINFO_[A-Z_]+)")
@@ -93,6 +101,8 @@ _LOGIN_REFUSED = (
 #: Keycodes of Xvnc's keymap whose keysyms ``(`` and ``)`` (keypad keys) FreeRDP has no
 #: scancode for: cleared, so Xvnc types them as Shift+9 / Shift+0.
 _KEYPAD_PARENS = (187, 188)
+#: FreeRDP's log tag of its clipboard channel (read by vnc_use.desktops.rdp_clipboard).
+CLIPRDR_LOG_TAG = "com.freerdp.channels.cliprdr.client"
 
 
 class RdpError(VncUseError):
@@ -105,6 +115,10 @@ class RdpAuthError(RdpError):
 
 class RdpCertificateError(RdpError):
     """The server's certificate is not the one pinned or trusted on first use."""
+
+
+class RdpUnverifiedLoginError(RdpError):
+    """Credentials for a server without NLA: a failed login could not be told from success."""
 
 
 @dataclass(frozen=True)
@@ -177,6 +191,10 @@ class RdpOptions:
     fingerprint: str | None = None
     """A pinned SHA-256 (hex); None: trust on first use."""
     connect_timeout: float = 5.0
+    allow_unverified_login: bool = False
+    """Give credentials to a server without NLA (``--rdp-allow-unverified-login``)."""
+    paste_text: bool = False
+    """Text the keyboard cannot type goes through the RDP clipboard (``--rdp-paste-text``)."""
 
     def to_json(self) -> dict[str, object]:
         """What run.json records (``rdp``)."""
@@ -186,6 +204,8 @@ class RdpOptions:
             "domain": self.domain,
             "size": f"{self.size[0]}x{self.size[1]}",
             "cert_fingerprint": self.fingerprint,
+            "allow_unverified_login": self.allow_unverified_login,
+            "paste_text": self.paste_text,
         }
 
 
@@ -246,17 +266,33 @@ def _alive(proc: subprocess.Popen[bytes]) -> bool:
     return proc.poll() is None
 
 
-def _programs() -> dict[str, str]:
-    found = {name: shutil.which(name) for name in APT_PACKAGES}
+def _programs(paste_text: bool = False) -> dict[str, str]:
+    wanted = {**APT_PACKAGES, **(PASTE_PACKAGES if paste_text else {})}
+    found = {name: shutil.which(name) for name in wanted}
     missing = [name for name, path in found.items() if path is None]
     if missing:
-        packages = sorted({APT_PACKAGES[m] for m in missing})
+        packages = sorted({wanted[m] for m in missing})
         sudo = "" if os.geteuid() == 0 else "sudo "
         raise ConfigError(
             f"--rdp needs {', '.join(missing)}, which {'is' if len(missing) == 1 else 'are'} "
             f"not installed; run: {sudo}apt-get install -y {' '.join(packages)}"
         )
     return {name: str(path) for name, path in found.items()}
+
+
+def bridge_keyboard(paste_text: bool, display: str, log_path: Path) -> KeyboardLimits:
+    """The keyboard of a bridge on X display ``display`` (its FreeRDP log: ``log_path``)."""
+    if not paste_text:
+        return RDP_KEYBOARD
+    xclip = shutil.which("xclip")
+    if xclip is None:
+        raise ConfigError(
+            f"--rdp-paste-text needs xclip; run: apt-get install -y {PASTE_PACKAGES['xclip']}"
+        )
+    env = config.child_environment(_ENV_KEEP, prefixes=("LC_",))
+    env["DISPLAY"] = display
+    paster = ClipboardPaster(xclip, env, log_path)
+    return dataclasses.replace(RDP_KEYBOARD, paster=paster)
 
 
 class RdpBridge(Service):
@@ -301,6 +337,7 @@ class RdpBridge(Service):
         self._xvnc: subprocess.Popen[bytes] | None = None
         self._rdp: subprocess.Popen[bytes] | None = None
         self._stopping = threading.Event()
+        self._keyboard: KeyboardLimits | None = None
 
     @property
     def server(self) -> str:
@@ -320,19 +357,30 @@ class RdpBridge(Service):
     def describe(self) -> dict[str, object]:
         """What run.json and the first progress line say about the connection."""
         probe = self.probe
+        nla = probe is not None and probe.protocol_name == "NLA"
         return {
             **self.options.to_json(),
             "label": self.options.target.label,
             "protocol": probe.protocol_name if probe else None,
+            # NLA: a wrong password ends the connection before any session shows; without
+            # it the server's own login screen checks the password inside the session
+            "nla": nla,
             "cert_sha256": colon_hex(probe.fingerprint) if probe and probe.fingerprint else None,
             "cert_trust": self.trust,
         }
 
+    def keyboard(self) -> KeyboardLimits:
+        """The keyboard a run on this bridge types with: US scancodes, and with
+        ``--rdp-paste-text`` a paster for the rest (see :mod:`vnc_use.desktops.rdp_clipboard`)."""
+        if self._keyboard is None:
+            self._keyboard = bridge_keyboard(self.options.paste_text, self.display, self.log_path)
+        return self._keyboard
+
     # -- lifecycle --------------------------------------------------------------------------
     def start(self) -> RdpBridge:
         """Check the server, start Xvnc and ``xfreerdp``, wait until the session shows."""
-        programs = _programs()
         opts = self.options
+        programs = _programs(opts.paste_text)
         has_credentials = bool(opts.username and self._password)
         self.probe = probe_server(
             opts.target.host,
@@ -340,6 +388,7 @@ class RdpBridge(Service):
             opts.connect_timeout,
             allow_nla=has_credentials,
         )
+        self._refuse_unverified_login(has_credentials)
         if self.probe.fingerprint:
             self.trust = self.trust_store.check(
                 opts.target, self.probe.fingerprint, opts.fingerprint
@@ -362,9 +411,35 @@ class RdpBridge(Service):
             threading.Thread(target=self._watch, name="rdp-bridge-watch", daemon=True).start()
         return self
 
+    def _refuse_unverified_login(self, has_credentials: bool) -> None:
+        """Credentials for a server without NLA are refused unless the user allowed it.
+
+        Without NLA, FreeRDP connects whatever the password and the server checks it in its
+        own login screen inside the session (xrdp: "login failed for user ..."). Neither
+        FreeRDP's status nor the session's behaviour tells that screen from a desktop on
+        every server, and vnc-use never reads the screen (no OCR), so such a run could not
+        end ``error`` on a wrong password: it is refused before connecting.
+        """
+        assert self.probe is not None
+        if not has_credentials or self.probe.protocol_name == "NLA":
+            return
+        if self.options.allow_unverified_login:
+            return
+        raise RdpUnverifiedLoginError(
+            f"the RDP server at {self.options.target} offers {self.probe.protocol_name} "
+            "without NLA, so it checks the password in its own login screen and vnc-use "
+            "cannot tell a failed login from a desktop; refusing to send credentials: pass "
+            "--rdp-allow-unverified-login to run anyway (a wrong password then shows the "
+            "server's login screen to the model)"
+        )
+
     def stop(self) -> None:
         """Stop ``xfreerdp`` and Xvnc (by PID) and remove the private folder."""
         self._stopping.set()
+        paster = self._keyboard.paster if self._keyboard is not None else None
+        if isinstance(paster, ClipboardPaster):
+            paster.close()
+        self._keyboard = None
         for proc in (self._rdp, self._xvnc):
             if proc is not None:
                 stop_process(proc)
@@ -415,7 +490,9 @@ class RdpBridge(Service):
                 size=self.options.size,
                 port=self.port,
                 passwd_file=passwd,
-                extra=("-desktop", f"vnc-use rdp {self.options.target}"),
+                # keys sent as scancodes are pressed as those keys (no keysym lookup, no
+                # faked Shift or Caps Lock): see vnc_use.desktops.keyboard
+                extra=("-desktop", f"vnc-use rdp {self.options.target}", "-RawKeyboard=1"),
             )
             proc = self._popen(argv, subprocess.DEVNULL)
             alive = functools.partial(_alive, proc)
@@ -442,16 +519,21 @@ class RdpBridge(Service):
             "/f",
             "/bpp:24",
             "/kbd:0x409",  # the US layout the bridge's Xvnc types with
-            "-clipboard",
             "/log-level:WARN",
             f"/timeout:{int(opts.connect_timeout * 1000)}",
         ]
+        if opts.paste_text:  # the clipboard carries what the keyboard cannot type
+            argv += ["+clipboard", f"/log-filters:{CLIPRDR_LOG_TAG}:DEBUG"]
+        else:
+            argv.append("-clipboard")
         if self.probe is not None and self.probe.fingerprint:
             argv.append(f"/cert:deny,fingerprint:sha256:{colon_hex(self.probe.fingerprint)}")
         else:
             argv.append("/cert:deny")
-        if opts.username:
-            argv.append(f"/u:{opts.username}")
+        # Nothing about this machine: FreeRDP sends the local account's name when no user is
+        # given (the server pre-fills its login screen with it) and the host name always.
+        argv.append("/client-hostname:vnc-use")
+        argv.append(f"/u:{opts.username or ''}")
         if opts.domain:
             argv.append(f"/d:{opts.domain}")
         if has_credentials:

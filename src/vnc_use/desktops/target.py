@@ -75,6 +75,11 @@ class DesktopTarget:
     """The remote session's size, ``WxH`` (default 1280x800)."""
     rdp_cert_fingerprint: str | None = None
     """The SHA-256 the RDP server's certificate must have (default: trust on first use)."""
+    rdp_paste_text: bool = False
+    """Text the RDP keyboard cannot type goes through the RDP clipboard and a paste."""
+    rdp_allow_unverified_login: bool = False
+    """Give the credentials to an RDP server without NLA (which checks them in its own login
+    screen, so a wrong password cannot be told from a desktop)."""
     label: str | None = None
     """How records name the desktop (default: its address)."""
 
@@ -120,6 +125,8 @@ class DesktopTarget:
             size=parse_size(self.rdp_size) if self.rdp_size else DEFAULT_RDP_SIZE,
             fingerprint=parse_fingerprint(pin) if pin else None,
             connect_timeout=self.connect_timeout,
+            allow_unverified_login=self.rdp_allow_unverified_login,
+            paste_text=self.rdp_paste_text,
         )
 
     @property
@@ -234,16 +241,21 @@ def _local(target: DesktopTarget) -> ReachedDesktop:
 
 @contextlib.contextmanager
 def _rdp(target: DesktopTarget, log_path: Path | None) -> Iterator[ReachedDesktop]:
-    from vnc_use.desktops.keyboard import RDP_KEYBOARD
-    from vnc_use.desktops.rdp import RdpBridge
+    from vnc_use.desktops.rdp import RdpBridge, bridge_keyboard
     from vnc_use.desktops.rdp_kept import KeptRdpBridge
 
     options = target.rdp_options()
     assert options is not None
     kept = KeptRdpBridge()
     state = kept.running_for(options.target)
-    common = {"connect_timeout": target.connect_timeout, "keyboard": RDP_KEYBOARD}
     if state is not None:  # the kept bridge: left up
+        pastes = bool(state["rdp"].get("paste_text"))
+        if options.paste_text and not pastes:
+            raise ConfigError(
+                f"the kept RDP bridge to {state['target']} runs without --rdp-paste-text; "
+                "restart it with it: vnc-use desktop down, then vnc-use desktop rdp "
+                f"{state['target']} --rdp-paste-text"
+            )
 
         def gone() -> str | None:
             if kept.status().running:
@@ -259,7 +271,8 @@ def _rdp(target: DesktopTarget, log_path: Path | None) -> Iterator[ReachedDeskto
             view_password=kept.password(view_only=True),
             rdp=dict(state["rdp"]),
             lost_reason=gone,
-            **common,  # type: ignore[arg-type]
+            connect_timeout=target.connect_timeout,
+            keyboard=bridge_keyboard(pastes, state["display"], kept.log_path),
         )
         return
     password = config.named_secret(target.rdp_password_env)
@@ -271,7 +284,8 @@ def _rdp(target: DesktopTarget, log_path: Path | None) -> Iterator[ReachedDeskto
             view_password=bridge.view_password,
             rdp=dict(bridge.describe()),
             lost_reason=lambda: bridge.ended,
-            **common,  # type: ignore[arg-type]
+            connect_timeout=target.connect_timeout,
+            keyboard=bridge.keyboard(),
         )
 
 

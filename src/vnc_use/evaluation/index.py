@@ -6,10 +6,11 @@ from __future__ import annotations
 import html
 import json
 from collections.abc import Sequence
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 from vnc_use.evaluation.results import TaskResult
+from vnc_use.record.video import VIDEO_NAME
 
 __all__ = ["render_index", "write_index"]
 
@@ -52,7 +53,7 @@ document.querySelectorAll("th").forEach(function (th, col) {
 """
 
 
-def _cell(name: str, result: TaskResult) -> str:
+def _cell(name: str, result: TaskResult, base: Path) -> str:
     value: Any = getattr(result, name)
     if name == "report":
         if not value:
@@ -61,7 +62,7 @@ def _cell(name: str, result: TaskResult) -> str:
             shown = html.escape(str(value), quote=True)
             return f'<td data-sort="{shown}" title="{shown}">on the server</td>'
         href = html.escape(str(value), quote=True)
-        return f'<td data-sort="{href}"><a href="{href}">report</a></td>'
+        return f'<td data-sort="{href}"><a href="{href}">report</a>{_video_link(value, base)}</td>'
     text = "" if value is None else str(value)
     sort = html.escape(text, quote=True)
     css = {"outcome": "outcome", "error": "error", "steps": "num", "seconds": "num"}.get(name)
@@ -69,6 +70,16 @@ def _cell(name: str, result: TaskResult) -> str:
     if name == "seconds":
         text = f"{float(value):.1f}"
     return f'<td{cls} data-sort="{sort}">{html.escape(text)}</td>'
+
+
+def _video_link(report: Any, base: Path) -> str:
+    """A link to the task's video beside its report (when the run was recorded); ``base``:
+    the folder the links are relative to."""
+    video = PurePath(str(report)).with_name(VIDEO_NAME)
+    if not (base / video).is_file():
+        return ""
+    href = html.escape(str(video), quote=True)
+    return f' · <a href="{href}" class="video">video</a>'
 
 
 def _number(value: Any) -> str:
@@ -91,12 +102,15 @@ def _summary(summary: dict[str, Any]) -> str:
     return f"<dl>{rows}</dl>"
 
 
-def render_index(results: Sequence[TaskResult], summary: dict[str, Any]) -> str:
-    """The page's HTML."""
+def render_index(
+    results: Sequence[TaskResult], summary: dict[str, Any], base: Path | None = None
+) -> str:
+    """The page's HTML (``base``: the folder it is written in; links are relative to it)."""
+    where = base if base is not None else Path()
     head = "".join(f"<th>{name}</th>" for name in _COLUMNS)
     body = "".join(
         f'<tr class="{"passed" if r.success else "fail"}">'
-        + "".join(_cell(name, r) for name in _COLUMNS)
+        + "".join(_cell(name, r, where) for name in _COLUMNS)
         + "</tr>"
         for r in results
     )
@@ -115,6 +129,6 @@ def render_index(results: Sequence[TaskResult], summary: dict[str, Any]) -> str:
 def write_index(path: Path, results: Sequence[TaskResult], summary: dict[str, Any]) -> Path:
     """Write ``index.html`` (atomically) and return its path."""
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(render_index(results, summary), "utf-8")
+    tmp.write_text(render_index(results, summary, path.parent), "utf-8")
     tmp.replace(path)
     return path

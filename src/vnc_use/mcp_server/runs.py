@@ -108,7 +108,13 @@ def run_agent(
         from vnc_use.replay.planner import planner_from_run
 
         recorded = RunSpec.from_run_json(saved)  # its budgets, approvals and model
-        spec = replace(recorded, runs_dir=str(session.runs_dir), desktop=session_desktop(session))
+        spec = replace(
+            recorded,
+            runs_dir=str(session.runs_dir),
+            desktop=session_desktop(session),
+            video=session.video,
+            video_fps=session.video_fps,
+        )
         planner = planner_from_run(saved)  # a replay's too
         with _agent(session, spec, on_step, planner) as agent:
             answers = {"approve": agent.approve, "deny": agent.deny, "status": agent.result}

@@ -31,6 +31,7 @@ from vnc_use.errors import VncError
 from vnc_use.record import run_record
 from vnc_use.record.folder import RunFolder
 from vnc_use.record.report import ReportOnRunEnd
+from vnc_use.record.video import DEFAULT_VIDEO_FPS, VideoRecorder, record_desktop, stop_recording
 from vnc_use.status import RunStatus
 from vnc_use.store.journal import Journal
 from vnc_use.store.storage import Storage, open_storage
@@ -98,6 +99,8 @@ class DesktopSession:
         connect: Callable[[], Desktop] | None = None,
         thread_id: str | None = None,
         spec: RunSpec | None = None,
+        video: bool = True,
+        video_fps: float = DEFAULT_VIDEO_FPS,
     ) -> None:
         self.target = target
         self.spec = spec
@@ -114,6 +117,9 @@ class DesktopSession:
         self.lock = threading.RLock()
         """Held while the desktop is used (a tool call, or a run of ``run_task``)."""
         self.thread_id = thread_id or new_session_id()
+        #: Record the session's screen into its run folder's video.mp4 (a VNC connection).
+        self.video, self.video_fps = video, video_fps
+        self._recorder: VideoRecorder | None = None
 
     # -- the run folder --------------------------------------------------------------------
     @property
@@ -151,6 +157,8 @@ class DesktopSession:
     def close(self) -> None:
         """End the session: its report is written, the connection closed."""
         with self.lock:
+            stop_recording(self._desktop, self._recorder)  # finished before the last report
+            self._recorder = None
             if self._folder is not None:
                 self._folder.event(
                     "run_ended",
@@ -175,7 +183,10 @@ class DesktopSession:
     def desktop(self) -> Desktop:
         """The connection, opened on first use and again after it was lost."""
         if self._desktop is None or not self._desktop.is_connected():
-            self._desktop = self._connect()
+            lost, self._desktop = self._desktop, self._connect()
+            if self.video:  # a segment per connection
+                stop_recording(lost, self._recorder)
+                self._recorder = record_desktop(self._desktop, self.folder.path, self.video_fps)
         return self._desktop
 
     def _capture(self) -> Shot:

@@ -61,6 +61,8 @@ from vnc_use.errors import (
 from vnc_use.providers.base import Planner
 from vnc_use.record import run_record
 from vnc_use.record.folder import RunFolder, check_thread_id
+from vnc_use.record.report import write_report_safely
+from vnc_use.record.video import DEFAULT_VIDEO_FPS, VideoRecorder
 from vnc_use.replay.compare import DEFAULT_TOLERANCE
 from vnc_use.runs.open import (
     check_writable,
@@ -171,6 +173,8 @@ class VncUseAgent:
         keyboard: KeyboardLimits | None = None,
         rdp: Mapping[str, Any] | None = None,
         lost_reason: Callable[[], str | None] | None = None,
+        video: bool = True,
+        video_fps: float = DEFAULT_VIDEO_FPS,
     ) -> None:
         # a thin face: the arguments become a RunSpec (and the live objects a spec cannot
         # hold: a desktop, a planner, callbacks), then from_spec's setup
@@ -205,6 +209,8 @@ class VncUseAgent:
             lease_timeout=lease_timeout,
             reconnect_window_s=reconnect_window_s,
             runs_dir=str(runs_dir),
+            video=bool(video),
+            video_fps=float(video_fps),
             desktop=target,
             **_budgets(
                 settings,
@@ -293,6 +299,10 @@ class VncUseAgent:
         self.runs_dir = Path(spec.runs_dir)
         self.lease_timeout = float(spec.lease_timeout)
         self.reconnect_window_s = float(spec.reconnect_window_s)
+        #: Record each leg of a run on a VNC desktop into the run folder's video.mp4.
+        self.video = spec.video
+        self.video_fps = float(spec.video_fps)
+        self._recorder: VideoRecorder | None = None
         self.screen_size = screen_size
         self.on_event = on_event
         if sensitive_text is None:
@@ -652,12 +662,17 @@ class VncUseAgent:
 
     def _invoke(self, inp: Any, thread_id: str, folder: RunFolder) -> RunResult:
         """Run the graph; reconnect and continue when the desktop drops out for a while."""
-        error: str | None = None
-        interrupted = False
         self._stop.clear()
-        deadline: float | None = None
         journal = self.storage.journal(thread_id)
         import_jsonl(journal, folder.path / "journal.jsonl")  # a run of an older version
+        with self._recording(folder):
+            return self._legs(inp, thread_id, folder, journal)
+
+    def _legs(self, inp: Any, thread_id: str, folder: RunFolder, journal: Any) -> RunResult:
+        """The graph's invocations of one leg: again after each reconnect."""
+        error: str | None = None
+        interrupted = False
+        deadline: float | None = None
         while True:
             self._control = RunControl()
             try:
@@ -670,6 +685,7 @@ class VncUseAgent:
                     secrets=self.sensitive_text,
                     stop=self._stop,
                 )
+                self._record_video_of(ctx.desktop)
                 # "sync": each step's checkpoint is on disk before the next step starts, so
                 # a process killed at any point resumes from the step it was in.
                 graph = build_graph(live=ctx).compile(checkpointer=self.checkpointer)
@@ -712,6 +728,33 @@ class VncUseAgent:
                 self._control = None
             break
         return self._result(thread_id, folder, error=error, interrupted=interrupted)
+
+    @contextlib.contextmanager
+    def _recording(self, folder: RunFolder) -> Iterator[None]:
+        """Record the leg into the run folder's video (a new segment), when on (VNC only)."""
+        if not self.video or self.vnc_server is None:
+            yield
+            return
+        recorder = VideoRecorder(folder.path, self.video_fps).start()
+        self._recorder = recorder
+        try:
+            yield
+        finally:
+            self._recorder = None
+            if self._controller is not None:
+                self._controller.stop_recording()
+            recorder.close()
+            if recorder.error:  # the run went on, but its video is cut short: say so
+                folder.event("video_failed", message=f"the video stopped: {recorder.error}")
+            if recorder.frames:  # the report written at the leg's end plays it complete
+                write_report_safely(folder)
+
+    def _record_video_of(self, desktop: Desktop) -> None:
+        """Feed the leg's video from this VNC connection (again after a reconnect)."""
+        from vnc_use.desktops.vnc import VNCController
+
+        if self._recorder is not None and isinstance(desktop, VNCController):
+            desktop.start_recording(self._recorder)
 
     def _reconnect(self, deadline: float, folder: RunFolder) -> bool:
         """Try to reconnect with backoff until ``deadline``; False when it stays down."""

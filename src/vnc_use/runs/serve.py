@@ -49,6 +49,8 @@ from vnc_use.desktops.target import ReachedDesktop, reach
 from vnc_use.errors import ConfigError, ServedRunError, VncUseError
 from vnc_use.record import run_record
 from vnc_use.record.folder import RunFolder
+from vnc_use.record.report import write_report_safely
+from vnc_use.record.video import VideoRecorder, record_desktop, stop_recording
 from vnc_use.runs.open import MISSING_ON_SERVER, open_planner, run_folder, sensitive_values
 from vnc_use.runs.spec import SPEC_NAMESPACE, RunSpec
 
@@ -72,6 +74,8 @@ class LiveRun:
     reached: ReachedDesktop
     exits: contextlib.ExitStack
     """What :func:`reach` holds for the leg (an RDP bridge), let go by :meth:`close`."""
+    recorder: VideoRecorder | None = None
+    """The leg's video segment (``spec.video``), finished by :meth:`close`."""
 
     @property
     def folder(self) -> RunFolder:
@@ -125,6 +129,9 @@ class LiveRun:
         """Disconnect from the desktop, give its lease back and close the journal (blocking:
         call it off the event loop)."""
         try:
+            stop_recording(self.desktop, self.recorder)
+            if self.recorder is not None and self.recorder.frames:
+                write_report_safely(self.folder)  # the report plays the finished segment
             disconnect = getattr(self.desktop, "disconnect", None)
             if callable(disconnect):
                 disconnect()
@@ -156,6 +163,7 @@ def open_live(spec: RunSpec, thread_id: str) -> LiveRun:
         if reached.rdp:
             run_record.update(folder, vnc_server=reached.label, rdp=reached.rdp)
         desktop = reached.connect()
+        recorder = record_desktop(desktop, folder.path, spec.video_fps) if spec.video else None
     except BaseException:
         try:
             exits.close()
@@ -180,6 +188,7 @@ def open_live(spec: RunSpec, thread_id: str) -> LiveRun:
         spec=spec,
         reached=reached,
         exits=exits,
+        recorder=recorder,
     )
 
 

@@ -118,6 +118,9 @@ class Reply:
     status: int
     body: dict[str, Any]
     envelope: bool = True
+    latency: float = 0.0
+    """Seconds the stand-in waits before answering (a model thinking), e.g.
+    ``dataclasses.replace(Reply.calls(...), latency=1.0)``."""
 
     @classmethod
     def calls(

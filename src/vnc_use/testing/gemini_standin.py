@@ -108,6 +108,7 @@ import os
 import re
 import sys
 import threading
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -460,6 +461,8 @@ class GeminiStandIn(ScriptedServer[ScriptItem]):
         if problems:
             return self._refuse(rec, problems)
         reply = self._next_reply(rec)
+        if reply.latency > 0:
+            time.sleep(reply.latency)
         body = dict(reply.body)
         sign = self.sign_calls
         if sign is None:

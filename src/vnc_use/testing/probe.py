@@ -26,6 +26,11 @@ For settle-detection tests and benchmarks the probe can also keep the screen bus
   colour) and ``animated`` (the final colour is drawn: ``n``, ``color``).
 * ``--ticker``: F9 toggles a *ticker*, a 240x40 box near the bottom left that changes every
   25 ms, like a clock or a video (events ``ticker`` with ``on``).
+* ``--dialog MS`` (with ``--dialog-delay MS``): the first left press shows, after the delay,
+  a *dialog* (a magenta box in the middle of the screen, :data:`DIALOG_COLOR`) for MS ms,
+  then removes it: events ``dialog`` with ``on`` true (drawn, with its ``box``) and false
+  (removed), each with its own time. Something that flashes between two screenshots, for
+  the video tests.
 * ``--no-status``: the status line does not echo events, so the first thing a click changes
   is its cursor-sized square (what a slow link's first update after an action often holds).
 
@@ -49,7 +54,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["ANIMATION_FRAME_MS", "ProbeLog", "animation_color", "main"]
+__all__ = ["ANIMATION_FRAME_MS", "DIALOG_COLOR", "ProbeLog", "animation_color", "main"]
+
+#: The colour of the probe's dialog (``--dialog``).
+DIALOG_COLOR = (255, 0, 255)
 
 #: Milliseconds between two frames of the probe's click animation.
 ANIMATION_FRAME_MS = 15
@@ -137,8 +145,12 @@ class _Probe:
         ticker: bool = False,
         window: tuple[int, int, int, int] | None = None,
         status: bool = True,
+        dialog: tuple[int, int] = (0, 0),
     ) -> None:
         import tkinter as tk
+
+        self.dialog_ms, self.dialog_delay_ms = dialog
+        self.dialog_item: Any = None
 
         self.tk = tk
         self.out = out
@@ -232,6 +244,23 @@ class _Probe:
         self.canvas.create_rectangle(x - 6, y - 6, x + 6, y + 6, fill=color, outline=color)
         if self.animate_ms > 0 and e.num == 1:
             self.start_animation()
+        if self.dialog_ms > 0 and e.num == 1:
+            self.dialog_ms, ms = 0, self.dialog_ms  # once
+            self.root.after(self.dialog_delay_ms, self.show_dialog, ms)
+
+    def show_dialog(self, ms: int) -> None:
+        width, height = self.size
+        box = (width // 2 - 200, height // 2 - 100, width // 2 + 200, height // 2 + 100)
+        fill = _hex(DIALOG_COLOR)
+        self.dialog_item = self.canvas.create_rectangle(*box, fill=fill, outline="black")
+        self.root.update_idletasks()
+        self.emit("dialog", on=True, box=list(box))
+        self.root.after(ms, self.hide_dialog)
+
+    def hide_dialog(self) -> None:
+        self.canvas.delete(self.dialog_item)
+        self.root.update_idletasks()
+        self.emit("dialog", on=False)
 
     # -- the click animation and the ticker (settle-detection tests) --------------------------
 
@@ -426,6 +455,20 @@ def main(argv: list[str] | None = None) -> int:
         help="do not echo events in the status line (a click then changes only a 12x12 square "
         "at once, and the animation panel if --animate)",
     )
+    parser.add_argument(
+        "--dialog",
+        type=int,
+        default=0,
+        metavar="MS",
+        help="after the first left click, show a dialog for MS ms (once)",
+    )
+    parser.add_argument(
+        "--dialog-delay",
+        type=int,
+        default=0,
+        metavar="MS",
+        help="show the --dialog MS ms after the click",
+    )
     args = parser.parse_args(argv)
     window = None
     if args.window is not None:
@@ -446,6 +489,7 @@ def main(argv: list[str] | None = None) -> int:
             ticker=args.ticker,
             window=window,
             status=not args.no_status,
+            dialog=(args.dialog, args.dialog_delay),
         ).run()
     except KeyboardInterrupt:
         pass

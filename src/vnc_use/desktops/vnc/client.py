@@ -31,6 +31,7 @@ from vncdotool.client import (
 )
 from zope.interface import implementer
 
+from vnc_use.desktops.frametap import FrameTap
 from vnc_use.desktops.rfb_security import (
     APPLE_DH,
     NONE,
@@ -53,6 +54,7 @@ from vnc_use.desktops.rfb_security import (
     security_name,
 )
 from vnc_use.desktops.settle import Rect
+from vnc_use.desktops.vnc.keys import key_label
 from vnc_use.errors import (
     ConfigError,
     VncAuthError,
@@ -110,14 +112,29 @@ class _Client(VNCDoToolClient):  # type: ignore[misc]
     #: VeNCrypt subtype chosen (0 while none), and the inner login it implies.
     _subtype = 0
 
+    #: The video's tap on this connection (see :mod:`vnc_use.desktops.frametap`), or None.
+    frame_tap: FrameTap | None = None
+
     def commitUpdate(self, rectangles: list[Rect] | None = None) -> None:
-        hook = self.update_hook
-        if hook is not None:
-            try:
-                hook([tuple(r) for r in rectangles or ()])  # type: ignore[misc]
-            except Exception:  # a broken watcher must not break the protocol
-                log.exception("framebuffer update hook failed")
+        rects: list[Rect] = [tuple(r) for r in rectangles or ()]  # type: ignore[misc]
+        tap = self.frame_tap
+        for hook in (self.update_hook, tap.on_update if tap is not None else None):
+            if hook is not None:
+                try:
+                    hook(rects)
+                except Exception:  # a broken watcher must not break the protocol
+                    log.exception("framebuffer update hook failed")
         super().commitUpdate(rectangles)
+
+    def pointerEvent(self, x: int, y: int, buttonmask: int = 0) -> None:
+        super().pointerEvent(x, y, buttonmask)
+        if self.frame_tap is not None:
+            self.frame_tap.on_pointer(x, y, buttonmask)
+
+    def keyEvent(self, key: int, down: bool = True) -> None:
+        super().keyEvent(key, down)
+        if self.frame_tap is not None:
+            self.frame_tap.on_key(key_label(key), bool(down))
 
     def connectionMade(self) -> None:
         super().connectionMade()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import operator
+import struct
 import threading
 import time
 from collections.abc import Callable
@@ -15,14 +16,20 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from PIL import Image
-from twisted.internet.defer import Deferred, maybeDeferred, succeed
+from twisted.internet.defer import Deferred, succeed
 from twisted.internet.endpoints import HostnameEndpoint
 from twisted.internet.task import deferLater
 from twisted.python.failure import Failure
 
 from vnc_use.desktops.address import parse_server
 from vnc_use.desktops.base import CaptureRule, Settled
-from vnc_use.desktops.keyboard import KeyboardLimits
+from vnc_use.desktops.frametap import FrameSink, FrameTap
+from vnc_use.desktops.keyboard import (
+    KeyboardLimits,
+    KeyEvent,
+    combo_scancode_events,
+    scancode_events,
+)
 from vnc_use.desktops.png import encode_png
 from vnc_use.desktops.region import ScreenRegion, check_framebuffer
 from vnc_use.desktops.rfb_security import (
@@ -47,7 +54,15 @@ from vnc_use.desktops.vnc.client import (
     _VencryptUnusable,
     reactor,
 )
-from vnc_use.desktops.vnc.keys import _keysym, _maybe_unmapped, _text_keysyms, to_vnc_keys
+from vnc_use.desktops.vnc.keys import (
+    QEMU_KEYS,
+    _keysym,
+    _maybe_unmapped,
+    _text_events,
+    key_label,
+    to_vnc_keys,
+)
+from vnc_use.desktops.vnc.tap import TapChannel, exclusively
 from vnc_use.errors import (
     ConfigError,
     VncConnectionError,
@@ -74,6 +89,9 @@ PIXELS_PER_PAGE = 400
 #: the screen unchanged for ``quiet`` s (a window manager's focus change redraws decorations),
 #: at most ``max_wait`` s on a screen that keeps changing.
 INPUT_SETTLE = SettlePolicy(quiet=0.05, max_wait=0.5)
+#: How :meth:`VNCController.type_text` waits after a paste before pressing Return: the app
+#: inserts the text once it has fetched it through the RDP clipboard.
+PASTE_SETTLE = SettlePolicy(quiet=0.2, max_wait=2.0)
 
 
 _BUTTONS = {"up": 4, "down": 5, "left": 6, "right": 7}
@@ -99,6 +117,8 @@ class VNCController:
     #: Limits of the keyboard path behind the server (the RDP bridge's: ASCII only, a pause
     #: before pressing a key again); None: any Unicode, at full speed.
     keyboard: KeyboardLimits | None = None
+    #: How many texts :meth:`type_text` pasted (``--rdp-paste-text``) instead of typing.
+    pastes: int = 0
 
     def __init__(self, *, timeout: float = 10.0, connect_timeout: float = 5.0) -> None:
         if timeout <= 0 or connect_timeout <= 0:
@@ -245,6 +265,7 @@ class VNCController:
             if factory is None or client is None:
                 return
             factory.on_lost = None
+            _stop_tap(client)
             if client.transport is not None and client.transport.connected:
                 reactor.callFromThread(client.transport.loseConnection)
                 if not factory.lost.wait(timeout=min(self._timeout, 5.0)):
@@ -481,8 +502,14 @@ class VNCController:
         sends Return after the text.
         """
         limits = self.keyboard
+        if limits is not None and limits.paster is not None and not limits.typeable(text):
+            self._paste_text(limits, text, press_enter, clear_first)
+            return
         if limits is not None:
             limits.refuse_untypeable(text)
+        if limits is not None and limits.scancodes and self._scancodes_ok():
+            self._type_scancodes(limits, text, press_enter, clear_first)
+            return
         events: list[tuple[int, bool]] = []
         if clear_first:
             ctrl, a, bsp = _keysym("ctrl"), _keysym("a"), _keysym("bsp")
@@ -495,8 +522,7 @@ class VNCController:
                 events = []
                 self.round_trip()
                 time.sleep(limits.repeat_gap)
-            for sym in _text_keysyms(part):
-                events += [(sym, True), (sym, False)]
+            events += _text_events(part)
         if press_enter:
             ret = _keysym("enter")
             events += [(ret, True), (ret, False)]
@@ -507,9 +533,68 @@ class VNCController:
 
         Keys go down in order and come up in reverse order.
         """
-        syms = [_keysym(name) for name in to_vnc_keys(keys)]
+        names = to_vnc_keys(keys)
+        syms = [_keysym(name) for name in names]
+        if self.keyboard is not None and self.keyboard.scancodes and self._scancodes_ok():
+            coded = combo_scancode_events(names)
+            if coded is not None:
+                self._send_scancodes(coded, "a key combination")
+                return
         events = [(s, True) for s in syms] + [(s, False) for s in reversed(syms)]
         self._keys(events, "a key combination")
+
+    # -- the scancode path (RDP bridge) ------------------------------------- issue 30
+    def _scancodes_ok(self) -> bool:
+        """Whether the server takes QEMU extended key events (scancodes): TigerVNC does."""
+        client = self._require()
+        return QEMU_KEYS in getattr(client, "negotiated_encodings", ())
+
+    def _type_scancodes(
+        self, limits: KeyboardLimits, text: str, press_enter: bool, clear_first: bool
+    ) -> None:
+        """Type ``text`` as US-key scancodes with Shift held where needed, never a lock key
+        (see :mod:`vnc_use.desktops.keyboard`)."""
+        events: list[KeyEvent] = []
+        if clear_first:
+            events += combo_scancode_events(["ctrl", "a"]) or []
+            events += combo_scancode_events(["bsp"]) or []
+        for i, part in enumerate(limits.chunks(text)):
+            if i:  # the same key again: let its release land first
+                self._send_scancodes(events, "typing")
+                events = []
+                self.round_trip()
+                time.sleep(limits.repeat_gap)
+            events += scancode_events(part)
+        if press_enter:
+            events += combo_scancode_events(["enter"]) or []
+        self._send_scancodes(events, "typing")
+
+    def _send_scancodes(self, events: list[KeyEvent], what: str) -> None:
+        def run(c: _Client) -> None:
+            for sym, code, down in events:
+                c.transport.write(struct.pack("!BBHII", 255, 0, int(down), sym, code))
+                if c.frame_tap is not None:  # the video's key mark (issue 32)
+                    c.frame_tap.on_key(key_label(sym), bool(down))
+
+        self._call(run, what)
+
+    def _paste_text(
+        self, limits: KeyboardLimits, text: str, press_enter: bool, clear_first: bool
+    ) -> None:
+        """Text the keyboard cannot type, through the desktop's clipboard and Ctrl+V."""
+        assert limits.paster is not None
+        if clear_first:
+            self.key_combo("control+a")
+            self.key_combo("backspace")
+
+        def press_paste() -> None:
+            self.key_combo("control+v")
+            self.settle_input(PASTE_SETTLE)  # the app inserts the text once it fetched it
+
+        limits.paster.paste(text, press_paste)
+        self.pastes += 1
+        if press_enter:
+            self.key_combo("enter")
 
     def key_down(self, key: str) -> None:
         """Press and hold one key (a single model key name)."""
@@ -567,6 +652,27 @@ class VNCController:
         self._call(run, what)
         self._primed.update(fresh)
 
+    # ------------------------------------------------------------------ video (issue 32)
+
+    def start_recording(self, sink: FrameSink) -> None:
+        """Feed ``sink`` frames from this connection's updates (see
+        :mod:`vnc_use.desktops.frametap`) until :meth:`stop_recording` or the disconnect."""
+        client = self._require()
+        box = self._box(client)
+
+        def start() -> None:
+            if client.frame_tap is None:
+                client.frame_tap = FrameTap(TapChannel(client, box), sink)
+                client.frame_tap.start()
+
+        reactor.callFromThread(start)
+
+    def stop_recording(self) -> None:
+        """Stop feeding the video (idempotent); returns once the tap is stopped."""
+        client = self._client
+        if client is not None and client.frame_tap is not None:
+            _stop_tap(client).wait(timeout=self._timeout)
+
     # ------------------------------------------------------------------ plumbing
 
     def _require(self) -> _Client:
@@ -599,7 +705,7 @@ class VNCController:
             self._inflight = fut
 
             def run() -> None:
-                d = maybeDeferred(fn, client)
+                d = exclusively(client, fn)  # never while a poll of the video is on its way
                 d.addCallbacks(
                     lambda value: _settle(fut, value), lambda f: _settle(fut, exc=f.value)
                 )
@@ -637,6 +743,20 @@ class VNCController:
                 factory.pending.cancel()  # still connecting: stop the TCP attempt
 
         reactor.callFromThread(abort)
+
+
+def _stop_tap(client: _Client) -> threading.Event:
+    """Stop a connection's video tap (from any thread); the event is set once it is."""
+    done = threading.Event()
+
+    def stop() -> None:
+        tap, client.frame_tap = client.frame_tap, None
+        if tap is not None:
+            tap.stop()
+        done.set()
+
+    reactor.callFromThread(stop)
+    return done
 
 
 def _button(button: int) -> int:

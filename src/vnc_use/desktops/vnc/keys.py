@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 from vncdotool.keys import KEYMAP
+from vncdotool.rfb import Encoding
 
 __all__ = ["to_vnc_keys"]
 
@@ -122,6 +123,41 @@ def _text_keysyms(text: str) -> list[int]:
     return [_keysym(ch) for ch in text.replace("\r\n", "\n")]
 
 
+_SHIFT_L = 0xFFE1
+
+
+def _text_events(text: str) -> list[tuple[int, bool]]:
+    """Key events typing ``text`` as keysyms; an upper-case ASCII letter inside a Shift press.
+
+    TigerVNC's Xvnc makes an upper-case keysym sent without Shift by toggling Caps Lock
+    around the key (measured, issue 30): the text arrives, but the X server's lock state flips
+    and apps see Caps Lock presses (a nested remote-desktop client forwards them). With Shift
+    held the letter's key matches as it is, on any Latin layout.
+    """
+    events: list[tuple[int, bool]] = []
+    for sym in _text_keysyms(text):
+        press = [(sym, True), (sym, False)]
+        if ord("A") <= sym <= ord("Z"):
+            press = [(_SHIFT_L, True), *press, (_SHIFT_L, False)]
+        events += press
+    return events
+
+
+#: QEMU's extended key event pseudo-encoding (keys as scancodes); vncdotool announces it.
+QEMU_KEYS = int(Encoding.PSEUDO_QEMU_EXTENDED_KEY_EVENT)
+
+
 def _maybe_unmapped(keysym: int) -> bool:
     """Whether a US keymap lacks ``keysym`` (so the server may have to add it)."""
     return keysym >= 0x80 and not 0xFF00 <= keysym <= 0xFFFF
+
+
+def key_label(keysym: int) -> str:
+    """The name a key mark on the run's video shows: a named key (Return, ctrl...), never a
+    typed character ("" for those)."""
+    if 0x20 <= keysym < 0x7F or (keysym >= 0x100 and not 0xFF00 <= keysym <= 0xFFFF):
+        return ""
+    return str(_KEY_NAMES.get(keysym, ""))
+
+
+_KEY_NAMES = {sym: name for name, sym in sorted(KEYMAP.items(), reverse=True)}

@@ -1,10 +1,12 @@
-"""The run report as one self-contained HTML page: no script, no network, inline CSS.
+"""The run report as one HTML page: no network, inline CSS, one small script (the video's).
 
 Each step shows the screenshot the model saw with the action drawn over it as SVG (a
 crosshair at the click point, an arrow for a drag or a scroll, a caption with the text typed
 and the intent), the screenshot after it, the model's text, the call and its result, the
 person's decision and the timings. Screenshots are referenced relative to the run folder (the
-page lives in it), or embedded as ``data:`` URIs with ``embed=True``.
+page lives in it), or embedded as ``data:`` URIs with ``embed=True``. When the run was
+recorded, a player of its ``video.mp4`` sits above the steps (:mod:`.player`; the video is
+always a file beside the page).
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from vnc_use.record.report.model import (
     RunView,
     StepView,
 )
+from vnc_use.record.report.player import PLAYER_CSS, player, seek_button
+from vnc_use.record.video import read_segments
 from vnc_use.status import RunStatus
 from vnc_use.version import __version__
 
@@ -127,6 +131,8 @@ class _Page:
         self.view = view
         self.embed = embed
         self._data: dict[str, str] = {}
+        # the video stays a file beside the page: an embedded page (sent alone) has no player
+        self.video = [] if embed else read_segments(view.path)
 
     def src(self, sha: str | None) -> str | None:
         path = self.view.screenshot(sha)
@@ -268,7 +274,8 @@ class _Page:
         return (
             f'<section class="step kind-{st.kind}" id="step-{index}" data-step="{st.step}" '
             f'data-kind="{st.kind}" data-name="{escape(st.name)}">'
-            f"<h2><span>Step {st.step}</span> <code>{escape(st.name)}</code> {badge}</h2>"
+            f"<h2><span>Step {st.step}</span> <code>{escape(st.name)}</code> {badge}"
+            f"{seek_button(index, st, self.video)}</h2>"
             f"{self.model_block(st.turn, st.first_of_turn) if st.original is None else ''}"
             f'<div class="{shots}">{saw}{after}</div>{self.details(st)}</section>'
         )
@@ -383,7 +390,8 @@ class _Page:
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             '<link rel="icon" href="data:,">'
             f"<title>vnc-use run {escape(v.thread_id)}: {escape(v.task[:80])}</title>"
-            f"<style>{_CSS}</style></head><body>{self.header()}<main>{''.join(body)}</main>"
+            f"<style>{_CSS}{PLAYER_CSS}</style></head><body>{self.header()}"
+            f"<main>{player(v.steps, self.video)}{''.join(body)}</main>"
             f"<footer><details><summary>Settings of the run</summary><pre>{settings}</pre>"
             f"</details><p>Written by vnc-use {escape(__version__)} at {escape(written)}"
             f" from <code>events.jsonl</code>.</p></footer></body></html>\n"

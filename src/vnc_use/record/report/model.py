@@ -130,6 +130,8 @@ class StepView:
     downscaled for the model."""
     ts: float | None = None
     duration_ms: float | None = None
+    started: float | None = None
+    """Wall-clock time the action began (where the video shows it)."""
     error: str | None = None
     note: str | None = None
     sensitive: bool = False
@@ -339,6 +341,7 @@ class _Reader:
                 screen_size=reported or self._screen_of(before),
                 ts=_num(e.get("ts")),
                 duration_ms=_num(e.get("duration_ms")),
+                started=_num(e.get("started")),
                 error=e.get("error"),
                 note=e.get("note"),
                 sensitive=is_sensitive(e),
