@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from doc_pages import README, ROOT, all_pages, blocks
+from doc_pages import README, ROOT, all_pages, shell_commands
 
 TESTS = ROOT / "tests"  # every folder of the suite, wherever this file lives in it
 
@@ -31,6 +31,20 @@ COVERED: list[tuple[str, tuple[str, ...]]] = [
             "test_json_lines_are_the_events_and_the_readme_command",
             "test_readme_offline_flow_with_the_stand_in_command",
         ),
+    ),
+    # a fleet of desktop hosts (docs/fleet.md)
+    (
+        r"vnc-use worker --database \S+ --worker-id \S+ --runs-dir \S+ --vnc( \S+)+",
+        ("test_a_fleet_of_two_workers_survives_one_killed_and_waits_for_people",),
+    ),
+    (
+        r"vnc-use (run --fleet \S+ --task \"Click #r0\" --thread-id r0 --no-hitl|approve --fleet"
+        r" \S+ r6|report --fleet \S+ r0 --out \S+|fleet status --fleet \S+)",
+        ("test_a_fleet_of_two_workers_survives_one_killed_and_waits_for_people",),
+    ),
+    (
+        r"vnc-use eval --suite builtin --fleet \S+ --label eval --out \S+",
+        ("test_eval_fleet_runs_the_builtin_suite_over_two_workers_one_killed",),
     ),
     # providers, Gemini's families, local models
     (
@@ -157,6 +171,11 @@ COVERED: list[tuple[str, tuple[str, ...]]] = [
         ("test_a_killed_run_leaves_a_playable_video", "test_no_video_records_none"),
     ),
     (r"vnc-use report \S+ --video", ("test_the_report_plays_the_video_and_seeks_to_step_3",)),
+    # stalls and cost
+    (
+        r"vnc-use (run --task \"Rename the file to report\.txt\" .*|resume THREAD_ID( .*)?)",
+        ("test_the_commands_of_the_cost_and_stalls_page",),
+    ),
     (
         r"vnc-use run --vnc localhost::5901 --sensitive pin --task \"Unlock the screen with"
         r" \{\{pin\}\}\"",
@@ -177,18 +196,6 @@ BY_CI = {
     ".venv/bin/python -m pytest": ".venv/bin/python -m pytest",
 }
 SERVER_EXTRA = "pip install -e '.[server]'"
-
-
-def shell_commands(text: str) -> list[str]:
-    """The commands of ``text``'s ```bash and ```sh blocks, one per line: a trailing ``\\``
-    joins the next line, a `` # `` comment is cut, ``export`` lines are left out."""
-    found = []
-    for body in blocks(text, "bash", "sh"):
-        for line in re.sub(r"\\\n\s*", " ", body).splitlines():
-            command = " ".join(re.split(r"\s#\s", line, maxsplit=1)[0].split())
-            if command and not command.startswith("export "):
-                found.append(command)
-    return found
 
 
 def documented_commands() -> dict[str, list[str]]:

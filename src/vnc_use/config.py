@@ -72,6 +72,7 @@ __all__ = [
     "rdp_username",
     "secret_values",
     "sensitive_value",
+    "url_has_password",
     "vnc_password",
     "vnc_username",
     "vnc_view_password",
@@ -229,6 +230,11 @@ def database_url() -> str | None:
     """``VNC_USE_DATABASE_URL``, stripped: where checkpoints live when no ``--checkpointer``."""
     url = _get(DATABASE_URL_VARIABLE)
     return url.strip() if url else None
+
+
+def url_has_password(url: str) -> bool:
+    """Whether a ``scheme://user:password@host/...`` URL carries a password."""
+    return _url_password(url) is not None
 
 
 def _url_password(url: str | None) -> str | None:

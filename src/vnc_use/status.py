@@ -34,6 +34,12 @@ class RunStatus(str, Enum):
     DIVERGED = "diverged"
     """A replay found the screen not as recorded before a step and stopped before performing
     it (:mod:`vnc_use.replay`); the error names the step and the difference."""
+    STUCK = "stuck"
+    """The model went on repeating actions that changed nothing on the screen after it was
+    told so (stall detection, ``--stall-after``); ``resume`` gives it another chance."""
+    COST_LIMIT = "cost_limit"
+    """The run's cost reached its cap (``--max-cost``) before a model call; ``resume`` with a
+    higher cap continues it (the running total is kept)."""
 
     def __str__(self) -> str:
         return self.value
@@ -53,6 +59,8 @@ FINAL = frozenset(
         RunStatus.ERROR,
         RunStatus.BLOCKED,
         RunStatus.DIVERGED,
+        RunStatus.STUCK,
+        RunStatus.COST_LIMIT,
     }
 )
 """Statuses that end the graph."""

@@ -566,3 +566,23 @@ def test_eval_runs_its_tasks_as_threads_on_the_server(server: LangGraphDev, tmp_
         for path in folder.rglob("*"):
             if path.is_file():
                 assert EVAL_PASSWORD.encode() not in path.read_bytes(), path
+
+
+def test_a_served_run_stops_at_its_cost_cap_and_resume_raises_it(
+    server: LangGraphDev, probe: Probe, runs: Path
+) -> None:
+    """At --price 1000/0 the stand-in's first answer (over 1000 prompt tokens) costs over $1:
+    a cap of $0.50 stops the run before its second model call (exit 5); resume --max-cost
+    1000 on the server goes on from there, the click made once."""
+    gx, gy, pixel = _grid(probe)
+    capped = [*served_run(server.url, probe, runs, f"click grid {gx},{gy}")]
+    started = run_cli([*capped, "--max-cost", "0.5", "--price", "1000/0"])
+    assert started.returncode == 5, started.stdout + started.stderr
+    assert "status: cost_limit" in started.stdout
+    tid = re.search(r"thread (\S+) on", started.stdout).group(1)  # type: ignore[union-attr]
+    assert _presses(probe) == [pixel]
+    resumed = run_cli(["resume", "--server", server.url, tid, "--max-cost", "1000"])
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert "status: done" in resumed.stdout and _presses(probe) == [pixel]
+    saved = json.loads((runs / tid / "run.json").read_text())
+    assert saved["max_cost"] == 1000 and saved["cost_usd"] > 1

@@ -28,7 +28,7 @@ CLI = [sys.executable, "-m", "vnc_use.cli"]
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 STEP = re.compile(
     r"^step (\d+): (\w+)\((.*)\)( -> px \(\d+, \d+\)( to \(\d+, \d+\))?)?"
-    r"  \[[\d.]+ m?s; model [\d.]+ m?s\]"
+    r"  \[[\d.]+ m?s; model [\d.]+ m?s(; \$[\d.]+ so far)?\]"
 )
 
 
@@ -138,6 +138,7 @@ def test_quiet_prints_only_the_result(probe: Probe, gemini: GeminiStandIn, tmp_p
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert [line.split(":")[0] for line in proc.stdout.splitlines()] == [
         "status",
+        "cost",
         "answer",
         "run folder",
     ]

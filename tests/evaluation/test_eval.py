@@ -39,6 +39,7 @@ RESULT_FIELDS = [
     "thread_id",
     "report",
     "error",
+    "cost_usd",
 ]
 SUITE = load_tasks(suite_path("builtin")).tasks
 
@@ -242,6 +243,7 @@ def test_setup_failed_a_check_that_overruns_denied_and_budget(
         "denied": 1,
         "blocked": 0,
         "budget": 1,
+        "stuck": 0,
     }
     assert s["success_rate_95"] == [0.0, round(wilson_interval(0, 4)[1], 4)]
     no_desktop_left(out)

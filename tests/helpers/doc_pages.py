@@ -54,3 +54,15 @@ def blocks(text: str, *langs: str) -> list[str]:
     indented under a list item dedented."""
     found = re.findall(r"^([ \t]*)```(\w*)\n(.*?)^\1```", text, re.S | re.M)
     return [textwrap.dedent(body) for _, lang, body in found if lang in langs]
+
+
+def shell_commands(text: str) -> list[str]:
+    """The commands of ``text``'s ```bash and ```sh blocks, one per line: a trailing ``\\``
+    joins the next line, a `` # `` comment is cut, ``export`` lines are left out."""
+    found = []
+    for body in blocks(text, "bash", "sh"):
+        for line in re.sub(r"\\\n\s*", " ", body).splitlines():
+            command = " ".join(re.split(r"\s#\s", line, maxsplit=1)[0].split())
+            if command and not command.startswith("export "):
+                found.append(command)
+    return found

@@ -161,7 +161,13 @@ def test_stdio_tools_drive_the_probe_and_journal_the_session(
         assert set(click["required"]) == {"x", "y"}
         assert "left" in json.dumps(click["properties"]["button"])
         run_schema = listed["run_task"].input_schema
-        assert set(run_schema["properties"]) == {"task", "model", "provider", "step_limit"}
+        assert set(run_schema["properties"]) == {
+            "task",
+            "model",
+            "provider",
+            "step_limit",
+            "max_cost",
+        }
         assert run_schema["required"] == ["task"]
         assert listed["scroll"].input_schema["required"] == ["x", "y", "direction"]
         assert set(listed["drag"].input_schema["required"]) == {"x", "y", "to_x", "to_y"}

@@ -126,7 +126,16 @@ def test_old_screenshots_go_with_their_whole_turn(tmp_path: Path) -> None:
     script = [Turn.call({"type": "wait"}) for _ in range(4)] + [Turn.message("done")]
     with (
         OpenAIResponsesStandIn(script) as server,
-        _agent(server, tmp_path, keep_screenshots=2) as agent,
+        # four waits on a screen that does not change are a stall: its note is not what
+        # this test counts
+        VncUseAgent(
+            planner=OpenAIPlanner(
+                "gpt-5.5", api_key=KEY, base_url=server.base_url, max_retries=0, keep_screenshots=2
+            ),
+            desktop=FakeDesktop(640, 400),
+            runs_dir=tmp_path,
+            stall_after=0,
+        ) as agent,
     ):
         result = agent.run(task="t", thread_id="prune")
         last = server.requests[-1]

@@ -106,13 +106,15 @@ def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]
 @pytest.mark.desktop
 def test_runs_lists_newest_first_with_status_and_steps(history: Path) -> None:
     out = cli("runs", "--runs-dir", str(history)).stdout.splitlines()
-    assert out[0].split() == ["THREAD", "STATUS", "STEPS", "STARTED", "DURATION", "TASK"]
+    header = ["THREAD", "STATUS", "STEPS", "STARTED", "DURATION", "COST", "TASK"]
+    assert out[0].split() == header
     rows = [line.split() for line in out[1:]]
     assert [r[0] for r in rows] == list(reversed(EXPECTED))
     for row in rows:
         status, steps = EXPECTED[row[0]]
         assert row[1:3] == [status, str(steps)], row
         assert re.fullmatch(r"\d{4}-\d\d-\d\d", row[3]) and re.fullmatch(r"\d\d:\d\d:\d\d", row[4])
+        assert row[7] == "unknown", row  # after the duration ("0.4 s"): no price for its model
     assert "Click, then lose the API" in out[2]
 
     limited = cli("runs", "--limit", "2", "--json", "--runs-dir", str(history)).stdout

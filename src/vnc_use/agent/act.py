@@ -17,6 +17,7 @@ from langgraph.types import interrupt
 from vnc_use.actions import ActionError, ValidatedAction
 from vnc_use.actions.execute import ActionContext, execute
 from vnc_use.agent import approval as safety
+from vnc_use.agent import stall
 from vnc_use.agent.context import AgentContext, capture, over_time, screen_size
 from vnc_use.agent.nodes import approval_request_for, blocked_call_reason, end_blocked
 from vnc_use.agent.state import (
@@ -27,6 +28,7 @@ from vnc_use.agent.state import (
 )
 from vnc_use.errors import VncConnectionError, VncError
 from vnc_use.providers import history
+from vnc_use.replay.compare import difference
 from vnc_use.store.journal import Outcome, call_key
 
 
@@ -110,6 +112,8 @@ class _Result:
     action_ms: float = 0.0
     started: float | None = None
     """Wall-clock time the action began (the report seeks the run's video there)."""
+    stall_note: str | None = None
+    """Stall detection's note to the model (the first stall), sent with the result."""
 
 
 def act(state: CUAState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
@@ -134,10 +138,14 @@ def act(state: CUAState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     result = _run_custom(ctx, c) if custom else _run_action(ctx, c)
     result.started = round(started, 3)
     result.action_ms = round((time.monotonic() - t_act) * 1000, 1)
+    check = None
     if not custom:
         _look(ctx, c, result)
+        check = _stall_check(ctx, state, c, result)
     entry = _record(ctx, state, c, result)
     update = _answer(state, c, result, entry)
+    if check is not None:
+        update["stall"] = check.state
     update["active_seconds"] = time.monotonic() - t0
     return update
 
@@ -267,6 +275,44 @@ def _look(ctx: AgentContext, c: _Call, result: _Result) -> None:
         result.screenshot = c.sha
 
 
+def _same_screen(ctx: AgentContext) -> stall.SameScreen:
+    """Whether two stored screenshots show the same screen by the stall measure."""
+
+    def same(a: str | None, b: str | None) -> bool:
+        if a == b:
+            return True
+        if not a or not b:
+            return False
+        load = ctx.run.load_screenshot
+        return difference(load(a), load(b), neighbours=False) <= stall.STALL_TOLERANCE
+
+    return same
+
+
+def _stall_check(
+    ctx: AgentContext, state: CUAState, c: _Call, result: _Result
+) -> stall.StallCheck | None:
+    """Stall detection's verdict on an action performed now (not one settled after a
+    restart); a first stall puts its note in the result the model gets."""
+    if c.outcome is not Outcome.NEW or ctx.settings.stall_after <= 0:
+        return None
+    check = stall.observe(
+        ctx.settings.stall_after,
+        state.get("stall"),
+        c.call["name"],
+        c.call["args"],
+        c.sha,
+        result.screenshot,
+        _same_screen(ctx),
+    )
+    if check.note is not None:
+        result.stall_note = check.note
+        ctx.run.event("stall_detected", node="act", step=c.step, note=check.note)
+    elif check.stuck:
+        ctx.run.event("stall_continued", node="act", step=c.step, what=check.state.get("stuck"))
+    return check
+
+
 def _transcript_entry(c: _Call, result: _Result) -> TranscriptEntry:
     """The step as people read it (the run record, :class:`RunResult`)."""
     entry: TranscriptEntry = {
@@ -285,6 +331,8 @@ def _transcript_entry(c: _Call, result: _Result) -> TranscriptEntry:
         entry["note"] = result.note
     if result.screenshot:
         entry["screenshot"] = result.screenshot
+    if result.stall_note:
+        entry["stall"] = result.stall_note
     return entry
 
 
@@ -326,6 +374,8 @@ def _call_result(c: _Call, result: _Result) -> FunctionResponseRecord:
         record["output"] = result.output
     elif result.error is not None:
         record["error"] = result.error
+    if result.stall_note:
+        record["note"] = result.stall_note
     return record
 
 

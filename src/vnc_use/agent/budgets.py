@@ -13,3 +13,6 @@ HITL_MODE = True
 INCLUDE_INITIAL_SCREENSHOT = True
 KEEP_SCREENSHOTS = 3
 """The screenshot window when neither the run nor its planner chooses one."""
+STALL_AFTER = 4
+"""Actions in a row that change nothing before the model is told it is stalled
+(``--stall-after``; 0: off)."""

@@ -45,6 +45,13 @@ class AgentSettings:
     confirm_actions: tuple[str, ...] = ()
     """Actions that always wait for a person's approval, whatever the model says (the approval
     policy, ``--confirm``): names of the action vocabulary, or ``"all"``."""
+    stall_after: int = budgets.STALL_AFTER
+    """Actions in a row that change nothing before the model is told it is stalled; a stall
+    that goes on ends the run ``stuck`` (``--stall-after``; 0: off)."""
+    max_cost: float | None = None
+    """USD: the run stops (``cost_limit``) before a model call once its cost reached this."""
+    price: tuple[float, float] | None = None
+    """USD per million input and output tokens (``--price``), instead of the price table's."""
 
 
 @dataclass

@@ -12,6 +12,7 @@ from langgraph.types import Command, interrupt
 
 from vnc_use.actions import TABLES, ActionError, call_pixels
 from vnc_use.agent import approval as safety
+from vnc_use.agent import costs, stall
 from vnc_use.agent.context import AgentContext, capture, over_time, screen_size, storable
 from vnc_use.agent.state import CUAState, FunctionCallRecord, TranscriptEntry
 from vnc_use.errors import PlannerError
@@ -91,10 +92,9 @@ def propose(state: CUAState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     """Ask the model for the next actions, given the history (last N screenshots inline)."""
     t0 = time.monotonic()
     ctx = runtime.context
-    if over_time(state, ctx):
-        return {"status": "timeout", "done": True}
-    if state.get("step", 0) >= ctx.settings.step_limit:
-        return {"status": "step_limit", "done": True}
+    stop = _stopped_before_call(ctx, state)
+    if stop is not None:
+        return stop
     update: dict[str, Any] = {}
     turns = list(state.get("contents", []))
     if not turns:  # no initial screenshot: the first turn is the task alone
@@ -107,6 +107,8 @@ def propose(state: CUAState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     proposal = ctx.planner.propose(turns, ctx.run.load_screenshot, ctx.settings.keep_screenshots)
     latency_ms = round((time.monotonic() - t_model) * 1000, 1)
     ctx.run.write_model_exchange(n, proposal.request_json, proposal.response_json)
+    cost = costs.call_cost(proposal.usage, costs.planner_price(ctx), costs.provider_of(ctx))
+    total = costs.run_total(state, cost)
     ctx.run.event(
         "model_response",
         node="propose",
@@ -117,7 +119,11 @@ def propose(state: CUAState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         text=proposal.text,
         calls=[{"name": c["name"], "args": c["args"]} for c in proposal.calls],
         usage=proposal.usage,
+        cost_usd=cost,
+        run_cost_usd=total,
     )
+    update["cost_usd"] = state.get("cost_usd", 0.0) + (cost or 0.0)
+    update["cost_unknown"] = total is None
     update["model_calls"] = n
     update["model_ms"] = latency_ms
     update["active_seconds"] = time.monotonic() - t0
@@ -158,6 +164,35 @@ def propose(state: CUAState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
             safety=_first_mark(calls),
         )
     return update
+
+
+def _stopped_before_call(ctx: AgentContext, state: CUAState) -> dict[str, Any] | None:
+    """The update that ends the run before the model is asked again: a budget spent (time,
+    steps), a stall that went on after the model was told (``stuck``), or the run's cost at
+    its cap (``cost_limit``)."""
+    if over_time(state, ctx):
+        return {"status": "timeout", "done": True}
+    if state.get("step", 0) >= ctx.settings.step_limit:
+        return {"status": "step_limit", "done": True}
+    why = stall.stuck_reason(state.get("stall"))
+    if why is not None:
+        ctx.run.event("stuck", node="propose", step=state.get("step", 0), reason=why)
+        return {"status": "stuck", "done": True, "error": why, "pending_calls": []}
+    cap = ctx.settings.max_cost
+    if cap is None:
+        return None
+    total = costs.run_total(state, 0.0)
+    if total is not None and total < cap:
+        return None
+    why = (
+        f"the run's cost reached its cap of ${cap:g} (spent {costs.format_cost(total)}) before "
+        "the next model call; continue with resume --max-cost HIGHER"
+        if total is not None
+        else "the run's cost is unknown, so --max-cost cannot be kept; give the model's price "
+        "with --price INPUT/OUTPUT"
+    )
+    ctx.run.event("cost_limit", node="propose", cost_usd=total, max_cost=cap, reason=why)
+    return {"status": "cost_limit", "done": True, "error": why, "pending_calls": []}
 
 
 def hitl_gate(state: CUAState, runtime: Runtime[AgentContext]) -> Command[str]:

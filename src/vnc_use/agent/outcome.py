@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from vnc_use.agent.costs import run_cost
 from vnc_use.agent.state import RunResult
 from vnc_use.record import run_record
 from vnc_use.record.folder import RunFolder
@@ -57,6 +58,7 @@ def run_outcome(
         steps=values.get("step", 0),
         error=error or values.get("error"),
         pending_call=pending,
+        cost_usd=run_cost(values),
     )
 
 
@@ -71,6 +73,9 @@ def record_outcome(folder: RunFolder, result: RunResult) -> None:
         final_text=result.final_text,
         error=result.error,
         pending_call=result.pending_call,
+        cost_usd=result.cost_usd,
     )
     # run.json says how the run stands too (the settings file a person opens first)
-    run_record.update(folder, status=result.status.value, reason=result.error)
+    run_record.update(
+        folder, status=result.status.value, reason=result.error, cost_usd=result.cost_usd
+    )

@@ -86,6 +86,8 @@ class TranscriptEntry(TypedDict, total=False):
     approved: bool
     screenshot: str
     duration_ms: float
+    stall: str
+    """Stall detection's note, on the step where a stall was detected (sent to the model)."""
 
 
 class CUAState(TypedDict, total=False):
@@ -128,6 +130,13 @@ class CUAState(TypedDict, total=False):
     model_ms: float
     """How long the model took to answer the turn whose calls are being run (shown with each
     step, also by a process that resumed or approved the run)."""
+    cost_usd: float
+    """What the run's model calls cost so far, of those whose cost is known."""
+    cost_unknown: bool
+    """True once a model call's cost could not be known (no price for the model): the run's
+    cost is then unknown, never a partial sum shown as the total."""
+    stall: dict[str, Any]
+    """Stall detection's record of the last actions (:mod:`vnc_use.agent.stall`)."""
 
 
 @dataclass
@@ -143,6 +152,8 @@ class RunResult:
     error: str | None = None
     pending_call: dict[str, Any] | None = None
     """When ``status == "awaiting_approval"``: the call, its pixel target and the explanation."""
+    cost_usd: float | None = None
+    """What the run's model calls cost, in USD; None: unknown (no price for the model)."""
 
     @property
     def ok(self) -> bool:

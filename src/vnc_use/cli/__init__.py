@@ -3,8 +3,8 @@
 Each command family lives in its own module with a ``register(subparsers)`` function that
 adds its sub-commands and sets ``func`` (a callable taking the parsed arguments and returning
 the exit code). Exit codes: 0 done, 1 error, 2 bad usage or configuration, 3 awaiting
-approval, 4 denied, 5 step or time budget reached, 6 blocked for safety, 7 a replay diverged,
-130 interrupted.
+approval, 4 denied, 5 step, time or cost budget reached, 6 blocked for safety, 7 a replay
+diverged, 8 stuck (the model repeated actions that changed nothing), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -18,9 +18,11 @@ from collections.abc import Sequence
 from vnc_use.cli import calibrate as calibrate_commands
 from vnc_use.cli import desktop as desktop_commands
 from vnc_use.cli import eval as eval_commands
+from vnc_use.cli import fleet as fleet_commands
 from vnc_use.cli import mcp as mcp_commands
 from vnc_use.cli import report as report_commands
 from vnc_use.cli import run as run_commands
+from vnc_use.cli import worker as worker_commands
 from vnc_use.cli.common import EXIT_ERROR, EXIT_INTERRUPTED, EXIT_USAGE
 from vnc_use.errors import ConfigError, VncUseError
 from vnc_use.version import __version__
@@ -34,8 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="vnc-use",
         description="Let a computer-use model (Gemini, or an open model behind an "
         "OpenAI-compatible server) operate a VNC desktop.",
-        epilog="Exit codes: 0 done, 1 error, 2 usage, 3 awaiting approval, 4 denied, 5 budget, "
-        "6 blocked, 7 diverged (replay), 130 interrupted.",
+        epilog="Exit codes: 0 done, 1 error, 2 usage, 3 awaiting approval, 4 denied, 5 budget "
+        "(steps, time, cost), 6 blocked, 7 diverged (replay), 8 stuck, 130 interrupted.",
     )
     parser.add_argument("--version", action="version", version=f"vnc-use {__version__}")
     parser.add_argument(
@@ -48,6 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
     mcp_commands.register(sub)
     eval_commands.register(sub)
     calibrate_commands.register(sub)
+    worker_commands.register(sub)
+    fleet_commands.register(sub)
     return parser
 
 

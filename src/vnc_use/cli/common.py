@@ -9,6 +9,7 @@ from vnc_use.status import RunStatus
 EXIT_DONE, EXIT_ERROR, EXIT_USAGE, EXIT_AWAITING, EXIT_DENIED, EXIT_BUDGET = 0, 1, 2, 3, 4, 5
 EXIT_BLOCKED = 6
 EXIT_DIVERGED = 7
+EXIT_STUCK = 8
 EXIT_INTERRUPTED = 130
 EXIT_CODES: dict[str, int] = {
     RunStatus.DONE: EXIT_DONE,
@@ -19,6 +20,8 @@ EXIT_CODES: dict[str, int] = {
     RunStatus.TIMEOUT: EXIT_BUDGET,
     RunStatus.BLOCKED: EXIT_BLOCKED,
     RunStatus.DIVERGED: EXIT_DIVERGED,
+    RunStatus.STUCK: EXIT_STUCK,
+    RunStatus.COST_LIMIT: EXIT_BUDGET,
     RunStatus.INTERRUPTED: EXIT_INTERRUPTED,
 }
 

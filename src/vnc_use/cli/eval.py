@@ -23,6 +23,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from vnc_use import config
+from vnc_use.cli import fleet as fleet_commands
 from vnc_use.cli.common import EXIT_DONE, EXIT_ERROR, EXIT_INTERRUPTED, add_video_options
 from vnc_use.cli.options import (
     add_budget_options,
@@ -104,11 +105,18 @@ def register(sub: Any) -> None:
         "--approve-all", action="store_true", help="approve every action that asks for it"
     )
     add_budget_options(
-        p, step_limit=15, step_type=_positive_int, timeout_help="seconds per task (default 300)"
+        p,
+        step_limit=15,
+        step_type=_positive_int,
+        timeout_help="seconds per task (default 300)",
+        stall_help="per task run: tell the model when its last N actions changed nothing, stop "
+        "it as stuck if it goes on; 0: off (default 4)",
+        stall_type=int,
     )
     add_model_options(p)
     p.add_argument("--quiet", action="store_true", help="print only the summary")
     add_video_options(p)
+    fleet_commands.add_fleet_options(p, run=True)
     p.set_defaults(func=command)
 
 
@@ -263,6 +271,8 @@ def command(args: argparse.Namespace) -> int:
     """Run the evaluation; 0 when every planned task run has a result, 130 when stopped."""
     from vnc_use.evaluation.suite import Evaluation
 
+    if args.fleet:  # each task a leg on the fleet's queue
+        return fleet_commands.eval_command(args, _task_file(args), eval_spec(args), _print_summary)
     tasks = _task_file(args)
     out = Path(args.out)
     try:

@@ -17,11 +17,14 @@ from typing import Any
 from vnc_use import config
 from vnc_use.desktops.target import DesktopTarget
 from vnc_use.errors import ConfigError
+from vnc_use.providers.pricing import parse_price
 
 __all__ = [
     "add_budget_options",
     "add_connection_options",
+    "add_cost_options",
     "add_login_and_paste",
+    "add_max_cost",
     "add_model_options",
     "add_rdp_options",
     "budget_fields",
@@ -29,6 +32,8 @@ __all__ = [
     "model_fields",
     "non_negative_int",
     "positive_seconds",
+    "positive_usd",
+    "price_arg",
     "video_fields",
 ]
 
@@ -51,6 +56,25 @@ def non_negative_int(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text} must be 0 or more")
     return value
+
+
+def positive_usd(text: str) -> float:
+    """An amount of USD above 0 (``--max-cost``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an amount of USD") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} must be a positive amount of USD")
+    return value
+
+
+def price_arg(text: str) -> tuple[float, float]:
+    """``INPUT/OUTPUT``, USD per million tokens (``--price``)."""
+    try:
+        return parse_price(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix(f"--price {text!r}: ")) from None
 
 
 # --------------------------------------------------------------------------- the model
@@ -163,16 +187,62 @@ def add_budget_options(
     step_type: Any = int,
     timeout: float | None = None,
     timeout_help: str = "seconds budget",
+    stall_help: str | None = None,
+    stall_type: Any = non_negative_int,
 ) -> None:
     """``--step-limit`` and ``--timeout`` (left out: the run spec's defaults, unless the
-    command has its own)."""
+    command has its own); with ``stall_help``, also ``--stall-after``, ``--max-cost`` and
+    ``--price`` (the stall limit, the cost cap and the model's price)."""
     p.add_argument("--step-limit", type=step_type, default=step_limit, metavar="N")
     p.add_argument("--timeout", type=float, default=timeout, metavar="S", help=timeout_help)
+    if stall_help is not None:
+        p.add_argument("--stall-after", type=stall_type, default=None, metavar="N", help=stall_help)
+        add_cost_options(p)
+
+
+def add_cost_options(p: argparse.ArgumentParser) -> None:
+    """``--max-cost`` and ``--price``: the run's cost cap and the model's price."""
+    p.add_argument(
+        "--max-cost",
+        type=positive_usd,
+        default=None,
+        metavar="USD",
+        help="stop the run (status cost_limit, exit 5) before a model call once its cost "
+        "reached this; resume --max-cost HIGHER continues it",
+    )
+    p.add_argument(
+        "--price",
+        type=price_arg,
+        default=None,
+        metavar="INPUT/OUTPUT",
+        help="the model's price in USD per million input and output tokens, e.g. 1.25/10 "
+        "(default: vnc-use's price table; a model not in it costs 'unknown', a local "
+        "openai-compatible model 0)",
+    )
+
+
+def add_max_cost(p: argparse.ArgumentParser) -> None:
+    """``resume --max-cost``: a new cap for a run that stopped at its own."""
+    p.add_argument(
+        "--max-cost",
+        type=positive_usd,
+        default=None,
+        metavar="USD",
+        help="a new cost cap: a run that stopped at its cap (cost_limit) goes on up to "
+        "this one (the cost so far counts)",
+    )
 
 
 def budget_fields(args: argparse.Namespace) -> dict[str, Any]:
     """The RunSpec fields :func:`add_budget_options` gave (those given only)."""
-    fields = {"step_limit": args.step_limit, "seconds_timeout": args.timeout}
+    price = getattr(args, "price", None)
+    fields = {
+        "step_limit": args.step_limit,
+        "seconds_timeout": args.timeout,
+        "stall_after": getattr(args, "stall_after", None),
+        "max_cost": getattr(args, "max_cost", None),
+        "price": [float(price[0]), float(price[1])] if price else None,
+    }
     return {k: v for k, v in fields.items() if v is not None}
 
 

@@ -26,6 +26,7 @@ from rich.console import Console
 from rich.status import Status
 from rich.text import Text
 
+from vnc_use.providers.pricing import format_cost
 from vnc_use.record import timefmt
 from vnc_use.record.report.describe import call_text, grid_pixels, intent, is_sensitive
 
@@ -83,6 +84,10 @@ class LineFormatter:
 
     def __init__(self) -> None:
         self.model_ms: float | None = None
+        self.cost: float | None = None
+        """The run's cost so far (None: unknown), from the last model answer."""
+        self.priced = False
+        """True once a model answer said what the run cost (runs of older versions do not)."""
 
     def __call__(self, e: dict[str, Any]) -> Segments | None:
         """The line for an event, or None for events that get no line."""
@@ -114,7 +119,7 @@ class LineFormatter:
             return None
         if kind == "screen_not_settled" or (kind == "screenshot" and e.get("settled") is False):
             return [(f"  the screen was still changing after {_ms(e.get('waited_ms'))}", "dim")]
-        detail = e.get("message") or e.get("reason") or e.get("decision") or ""
+        detail = e.get("message") or e.get("reason") or e.get("decision") or e.get("note") or ""
         if kind in ("observe", "model_request", "run_paused", "run_ended") or not kind:
             return None
         if not detail and kind not in ("reconnected", "interrupted"):
@@ -124,6 +129,9 @@ class LineFormatter:
     def model(self, e: dict[str, Any]) -> Segments | None:
         """The model's words, when it said any (its calls get their own step lines)."""
         self.model_ms = e.get("latency_ms")
+        if "run_cost_usd" in e:
+            self.cost = e.get("run_cost_usd")
+            self.priced = True
         text = str(e.get("text") or "")
         calls = e.get("calls") or []
         if not text and calls:
@@ -131,6 +139,8 @@ class LineFormatter:
         usage = e.get("usage") or {}
         tokens = usage.get("total_token_count") if isinstance(usage, dict) else None
         meta = f"model {_ms(self.model_ms)}" + (f", {tokens} tokens" if tokens else "")
+        if "cost_usd" in e:
+            meta += f", {format_cost(e.get('cost_usd'))}"
         stop = e.get("stop")
         end = (
             ""
@@ -163,7 +173,9 @@ class LineFormatter:
         if why:
             line.append((f' - "{_one_line(why, 80)}"', "magenta"))
         model_ms = e.get("model_ms", self.model_ms)  # older runs' events lack it
-        line.append((f"  [{_ms(e.get('duration_ms'))}; model {_ms(model_ms)}]", "dim"))
+        # the running cost once known (an unknown one is said on the model's lines)
+        spent = f"; {format_cost(self.cost)} so far" if self.cost is not None else ""
+        line.append((f"  [{_ms(e.get('duration_ms'))}; model {_ms(model_ms)}{spent}]", "dim"))
         if e.get("approved"):
             line.append((" (approved)", "green"))
         if e.get("note"):

@@ -12,9 +12,13 @@ from typing import Any
 
 from vnc_use import config
 from vnc_use.cli.common import EXIT_DONE, add_runs_dir
+from vnc_use.cli.fleet import add_fleet_options
+from vnc_use.cli.fleet import report_command as fleet_report
+from vnc_use.cli.fleet import runs_command as fleet_runs
 from vnc_use.cli.progress import LineFormatter, plain
 from vnc_use.record import timefmt
 from vnc_use.record.folder import Redactor
+from vnc_use.record.money import format_cost
 from vnc_use.record.report import GIF_NAME, REPORT_NAME, write_gif, write_report
 from vnc_use.record.runs import RunSummary, list_runs, read_events, run_folder, summarize
 from vnc_use.record.video import VIDEO_NAME, read_segments
@@ -34,6 +38,8 @@ def register(sub: Any) -> None:
         help=f"also print the run's video ({VIDEO_NAME}, then one file per resumed leg); the "
         "report plays it above the steps",
     )
+    p.add_argument("--out", default=None, metavar="FILE", help="with --fleet: where to write it")
+    add_fleet_options(p)
     add_runs_dir(p)
     p.set_defaults(func=report_command)
 
@@ -46,6 +52,7 @@ def register(sub: Any) -> None:
         metavar="URL",
         help="list the threads of a LangGraph Server instead (awaiting approval first)",
     )
+    add_fleet_options(p)
     add_runs_dir(p)
     p.set_defaults(func=runs_command)
 
@@ -63,6 +70,8 @@ def _redactor() -> Redactor:
 
 def report_command(args: argparse.Namespace) -> int:
     """Write ``report.html`` (and ``report.gif``) for a run; print their paths."""
+    if args.fleet:
+        return fleet_report(args)
     folder = run_folder(args.runs_dir, args.thread_id)
     redact = _redactor()
     print(f"report: {write_report(folder, redact=redact, embed=args.embed)}")
@@ -89,12 +98,15 @@ def _as_json(s: RunSummary) -> dict[str, Any]:
         "final_text": s.final_text,
         "error": s.error,
         "source_thread": s.source_thread,
+        "cost_usd": s.cost_usd,
         "path": str(s.path),
     }
 
 
 def runs_command(args: argparse.Namespace) -> int:
     """List the runs of ``--runs-dir``, newest first (or a server's: ``--server``)."""
+    if args.fleet:
+        return fleet_runs(args)
     if args.server:
         from vnc_use.cli.server import runs_command as server_runs
 
@@ -111,7 +123,9 @@ def runs_command(args: argparse.Namespace) -> int:
         print(f"no runs in {args.runs_dir}")
         return EXIT_DONE
     width = max(6, *(len(s.thread_id) for s in runs))
-    print(f"{'THREAD':<{width}}  {'STATUS':<17}  STEPS  {'STARTED':<19}  DURATION  TASK")
+    print(
+        f"{'THREAD':<{width}}  {'STATUS':<17}  STEPS  {'STARTED':<19}  DURATION  {'COST':>12}  TASK"
+    )
     for s in runs:
         task = " ".join(redact(s.task).split())
         if s.source_thread:
@@ -119,9 +133,17 @@ def runs_command(args: argparse.Namespace) -> int:
         task = task if len(task) <= 60 else task[:59] + "…"
         print(
             f"{s.thread_id:<{width}}  {s.status:<17}  {s.steps:>5}  {timefmt.when(s.started):<19}  "
-            f"{timefmt.duration(s.duration_s):>8}  {task}"
+            f"{timefmt.duration(s.duration_s):>8}  {_cost(s):>12}  {task}"
         )
     return EXIT_DONE
+
+
+def _cost(s: RunSummary) -> str:
+    """The run's cost for the listing: ``$0.0123``, ``unknown`` (no price for its model), or
+    ``-`` (a run of a version that did not record it)."""
+    if not s.priced:
+        return "-"
+    return "unknown" if s.cost_usd is None else format_cost(s.cost_usd)
 
 
 def show_command(args: argparse.Namespace) -> int:
@@ -158,7 +180,7 @@ def _print_outcome(summary: RunSummary, redact: Redactor) -> None:
     print(
         f"status: {summary.status} ({summary.steps} step{'' if summary.steps == 1 else 's'},"
         f" started {timefmt.when(summary.started)},"
-        f" {timefmt.duration(summary.duration_s)})"
+        f" {timefmt.duration(summary.duration_s)}, {_cost(summary)})"
     )
     if summary.final_text:
         print(f"answer: {redact(summary.final_text)}")

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 from vnc_use import config
 from vnc_use.cli import desktop as desktop_commands
+from vnc_use.cli import fleet as fleet_commands
 from vnc_use.cli import progress
 from vnc_use.cli import server as server_commands
 from vnc_use.cli.ask import ask_approval
@@ -23,6 +24,7 @@ from vnc_use.cli.common import EXIT_CODES, EXIT_ERROR, add_runs_dir, add_video_o
 from vnc_use.cli.options import (
     add_budget_options,
     add_connection_options,
+    add_max_cost,
     add_model_options,
     add_rdp_options,
     add_screen_region,
@@ -30,6 +32,7 @@ from vnc_use.cli.options import (
 from vnc_use.cli.spec import run_spec, saved_run_spec
 from vnc_use.desktops.target import ReachedDesktop, reach
 from vnc_use.errors import ConfigError
+from vnc_use.providers.pricing import format_cost
 from vnc_use.replay.compare import DEFAULT_TOLERANCE
 from vnc_use.store.lease import DEFAULT_LEASE_TIMEOUT
 
@@ -104,7 +107,11 @@ def register(sub: Any) -> None:
     )
     add_screen_region(run)
     run.add_argument("--task", required=True, help="what to do, in plain words")
-    add_budget_options(run)
+    add_budget_options(
+        run,
+        stall_help="tell the model when its last N actions changed nothing on the screen, and "
+        "stop the run as stuck (exit 8) if it goes on; 0: off (default 4)",
+    )
     run.add_argument("--thread-id", default=None, metavar="ID")
     add_model_options(run)
     run.add_argument(
@@ -130,6 +137,7 @@ def register(sub: Any) -> None:
     )
     _common(run)
     server_commands.add_server_options(run, run=True)
+    fleet_commands.add_fleet_options(run, run=True)
     run.set_defaults(func=command)
 
     _register_replay(sub)
@@ -143,8 +151,11 @@ def register(sub: Any) -> None:
         p.add_argument("thread_id", metavar="ID")
         p.add_argument("--vnc", default=None, metavar="HOST::PORT", help="default: the run's own")
         add_rdp_options(p, default_help="default: the run's own (a new bridge)")
+        if name == "resume":
+            add_max_cost(p)
         _common(p)
         server_commands.add_server_options(p)
+        fleet_commands.add_fleet_options(p)
         p.set_defaults(func=command)
 
 
@@ -197,6 +208,8 @@ def command(args: argparse.Namespace) -> int:
     """Run one of the four commands; returns the exit code of the run's outcome."""
     if getattr(args, "server", None):  # the run happens on a LangGraph Server
         return server_commands.command(args)
+    if getattr(args, "fleet", None):  # a worker of the fleet does the run
+        return fleet_commands.command(args)
     saved = None if args.command == "run" else _run_settings(args)
     spec = run_spec(args) if saved is None else saved_run_spec(args, saved)
     # the local desktop starts only for a model that is ready (its key set); an RDP bridge
@@ -248,6 +261,7 @@ def _planner(args: argparse.Namespace, spec: RunSpec, saved: dict[str, Any] | No
 def _report(result: RunResult) -> None:
     steps = f"{result.steps} step" + ("" if result.steps == 1 else "s")
     print(f"status: {result.status} (thread {result.thread_id}, {steps})")
+    print(f"cost: {format_cost(result.cost_usd)}")
     if result.final_text:
         print(f"answer: {result.final_text}")
     if result.error and result.status not in ("error", "blocked"):  # denied, interrupted

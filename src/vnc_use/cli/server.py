@@ -20,6 +20,7 @@ from vnc_use.cli import progress
 from vnc_use.cli.ask import ask_approval
 from vnc_use.cli.common import EXIT_CODES, EXIT_DONE, EXIT_ERROR
 from vnc_use.errors import ConfigError
+from vnc_use.record.money import format_cost
 from vnc_use.record.report import REPORT_NAME
 from vnc_use.runs.remote import GRAPH_ID, outcome
 from vnc_use.runs.remote import client as _client
@@ -109,7 +110,8 @@ def command(args: argparse.Namespace) -> int:
             _follow(client, tid, show, input={"task": args.task}, context=spec.to_json())
         else:
             tid = args.thread_id
-            _follow(client, tid, show, **_next_leg(client, tid, args.command))
+            leg = _next_leg(client, tid, args.command, getattr(args, "max_cost", None))
+            _follow(client, tid, show, **leg)
         result = outcome(client, tid)
         while result.status == RunStatus.AWAITING_APPROVAL and sys.stdin.isatty():
             decision = "approve" if ask_approval(result.pending_call or {}) else "deny"
@@ -123,7 +125,7 @@ def command(args: argparse.Namespace) -> int:
     return EXIT_CODES.get(result.status, EXIT_ERROR)
 
 
-def _next_leg(client: Any, tid: str, what: str) -> dict[str, Any]:
+def _next_leg(client: Any, tid: str, what: str, max_cost: float | None = None) -> dict[str, Any]:
     """The arguments of the run that approves, denies or continues thread ``tid``."""
     thread = client.threads.get(tid)
     waiting = thread.get("status") == "interrupted"
@@ -133,7 +135,29 @@ def _next_leg(client: Any, tid: str, what: str) -> dict[str, Any]:
         return {"command": {"resume": what}}
     if waiting:
         raise ConfigError(f"run {tid!r} waits for an approval: vnc-use approve|deny {tid}")
-    return {"input": None}
+    return _continued(client, tid, max_cost)
+
+
+def _continued(client: Any, tid: str, max_cost: float | None) -> dict[str, Any]:
+    """A served run that ended ``stuck`` or ``cost_limit`` is set running again, as a local
+    ``resume`` does (stall detection afresh; the cost so far kept); ``--max-cost`` raises the
+    cap in the spec the server keeps for the thread."""
+    from vnc_use.agent import stall
+    from vnc_use.runs.spec import SPEC_NAMESPACE
+
+    values = (client.threads.get_state(tid) or {}).get("values") or {}
+    status = values.get("status")
+    leg: dict[str, Any] = {"input": None}
+    if status not in (RunStatus.STUCK, RunStatus.COST_LIMIT):
+        return leg
+    update: dict[str, Any] = {"status": "running", "done": False, "error": None}
+    if status == RunStatus.STUCK:
+        update["stall"] = stall.cleared(values.get("stall"))
+    client.threads.update_state(tid, update, as_node="act")
+    if max_cost is not None:
+        item = client.store.get_item(list(SPEC_NAMESPACE), tid) or {}
+        leg["context"] = {**(item.get("value") or {}), "max_cost": max_cost}
+    return leg
 
 
 def _report_line(run_dir: str) -> str | None:
@@ -152,6 +176,7 @@ def _report_line(run_dir: str) -> str | None:
 def _report(result: RunResult, url: str) -> None:
     steps = f"{result.steps} step" + ("" if result.steps == 1 else "s")
     print(f"status: {result.status} (thread {result.thread_id} on {url}, {steps})")
+    print(f"cost: {format_cost(result.cost_usd)}")
     if result.final_text:
         print(f"answer: {result.final_text}")
     if result.error and result.status not in ("error", "blocked"):

@@ -66,6 +66,8 @@ def saved_run_spec(args: argparse.Namespace, saved: Mapping[str, Any]) -> RunSpe
             setattr(recorded, name, getattr(model, name))
     spec = RunSpec.from_json({**recorded.to_json(), **_local_fields(args)})
     spec.desktop = desktop_target(args, recorded.desktop)
+    if getattr(args, "max_cost", None) is not None:  # resume --max-cost: the run's new cap
+        spec.max_cost = args.max_cost
     spec.check()
     return spec
 

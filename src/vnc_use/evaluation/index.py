@@ -10,11 +10,22 @@ from pathlib import Path, PurePath
 from typing import Any
 
 from vnc_use.evaluation.results import TaskResult
+from vnc_use.providers.pricing import format_cost
 from vnc_use.record.video import VIDEO_NAME
 
 __all__ = ["render_index", "write_index"]
 
-_COLUMNS = ("id", "repeat", "outcome", "status", "steps", "seconds", "report", "error")
+_COLUMNS = (
+    "id",
+    "repeat",
+    "outcome",
+    "status",
+    "steps",
+    "seconds",
+    "cost_usd",
+    "report",
+    "error",
+)
 
 _STYLE = """
 body{font:14px system-ui,sans-serif;margin:1.5em;color:#1d232a}
@@ -66,9 +77,12 @@ def _cell(name: str, result: TaskResult, base: Path) -> str:
     text = "" if value is None else str(value)
     sort = html.escape(text, quote=True)
     css = {"outcome": "outcome", "error": "error", "steps": "num", "seconds": "num"}.get(name)
+    css = "num" if name == "cost_usd" else css
     cls = f' class="{css}"' if css else ""
     if name == "seconds":
         text = f"{float(value):.1f}"
+    if name == "cost_usd":
+        text = format_cost(value) if result.outcome != "setup_failed" else "-"
     return f'<td{cls} data-sort="{sort}">{html.escape(text)}</td>'
 
 
@@ -96,6 +110,10 @@ def _summary(summary: dict[str, Any]) -> str:
         "median steps": str(summary.get("median_steps")),
         "median seconds": _number(summary.get("median_seconds")),
         "outcomes": ", ".join(f"{k} {v}" for k, v in summary["outcomes"].items() if v),
+        "cost": format_cost(summary.get("cost_usd")),
+        "cost per success": "-"
+        if not summary.get("passed")
+        else format_cost(summary.get("cost_per_success_usd")),
         "vnc-use": str(summary.get("version")),
     }
     rows = "".join(f"<dt>{html.escape(k)}</dt><dd>{html.escape(v)}</dd>" for k, v in items.items())

@@ -26,7 +26,9 @@ __all__ = [
     "wilson_interval",
 ]
 
-Outcome = Literal["passed", "failed", "setup_failed", "error", "denied", "blocked", "budget"]
+Outcome = Literal[
+    "passed", "failed", "setup_failed", "error", "denied", "blocked", "budget", "stuck"
+]
 #: Every outcome a task run can have.
 OUTCOMES: tuple[str, ...] = Outcome.__args__  # type: ignore[attr-defined]
 
@@ -46,6 +48,8 @@ class TaskResult(BaseModel):
     thread_id: str
     report: str | None = None
     error: str | None = None
+    cost_usd: float | None = None
+    """What the run's model calls cost in USD (None: unknown, or no run)."""
 
 
 def wilson_interval(passed: int, runs: int, z: float = _Z95) -> tuple[float, float]:
@@ -97,6 +101,24 @@ def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 3)
 
 
+def _costs(results: Sequence[TaskResult], passed: int) -> dict[str, Any]:
+    """The evaluation's cost: the total, per success, and per task (None where a run's cost
+    is unknown: never a partial sum shown as the whole). A task that never ran its agent
+    (setup failed) cost nothing."""
+    ran = [r for r in results if r.outcome != "setup_failed"]
+    unknown = any(r.cost_usd is None for r in ran)
+    total = None if unknown else round(sum(r.cost_usd or 0.0 for r in ran), 6)
+    per_task: dict[str, float | None] = {}
+    for r in ran:
+        before = per_task.get(r.id, 0.0)
+        per_task[r.id] = None if before is None or r.cost_usd is None else before + r.cost_usd
+    return {
+        "cost_usd": total,
+        "cost_per_success_usd": None if total is None or not passed else round(total / passed, 6),
+        "cost_per_task_usd": {k: None if v is None else round(v, 6) for k, v in per_task.items()},
+    }
+
+
 def summarize(
     results: Sequence[TaskResult],
     *,
@@ -110,6 +132,7 @@ def summarize(
     low, high = wilson_interval(passed, len(results))
     counts: Counter[str] = Counter(r.outcome for r in results)
     return {
+        **_costs(results, passed),
         "tasks": tasks,
         "runs": len(results),
         "planned_runs": planned,

@@ -41,6 +41,8 @@ _FAILED_AS: dict[str, Outcome] = {
     RunStatus.BLOCKED: "blocked",
     RunStatus.STEP_LIMIT: "budget",
     RunStatus.TIMEOUT: "budget",
+    RunStatus.COST_LIMIT: "budget",
+    RunStatus.STUCK: "stuck",
 }
 
 
@@ -53,6 +55,8 @@ class AgentOutcome:
     thread_id: str
     report: str | None
     error: str | None = None
+    cost_usd: float | None = None
+    """What the run's model calls cost (None: unknown)."""
 
 
 class TaskRunner(Protocol):
@@ -135,6 +139,7 @@ class AgentRunner:
             thread_id,
             str(report) if report.exists() else None,
             result.error,
+            result.cost_usd,
         )
 
     def stop(self) -> None:
@@ -199,7 +204,12 @@ def run_task(
             return result("error", status=RunStatus.ERROR, error=str(exc))
         if run.status == RunStatus.INTERRUPTED:
             return None
-        common = {"status": run.status, "steps": run.steps, "report": run.report}
+        common = {
+            "status": run.status,
+            "steps": run.steps,
+            "report": run.report,
+            "cost_usd": run.cost_usd,
+        }
         common["thread_id"] = run.thread_id  # a server names its own threads
         if run.status == RunStatus.ERROR:
             return result("error", error=run.error, **common)

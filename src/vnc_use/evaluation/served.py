@@ -90,7 +90,14 @@ class ServerRunner:
                     self._live.pop(tid, None)
         if self._stopped:
             return AgentOutcome(RunStatus.INTERRUPTED, result.steps, tid, None)
-        return AgentOutcome(str(result.status), result.steps, tid, self._report(tid), result.error)
+        return AgentOutcome(
+            str(result.status),
+            result.steps,
+            tid,
+            self._report(tid),
+            result.error,
+            result.cost_usd,
+        )
 
     def _started(self, tid: str) -> Callable[[dict[str, Any]], None]:
         def started(metadata: dict[str, Any]) -> None:

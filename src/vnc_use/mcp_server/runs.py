@@ -53,7 +53,8 @@ def _listener(on_step: StepListener | None) -> Callable[[dict[str, Any]], None] 
 
 def _spec(session: DesktopSession, **given: Any) -> RunSpec:
     """A new run's spec: the session's (``vnc-use mcp``'s options) with the call's own
-    provider, model and step limit (a call naming a provider or a model names the model)."""
+    provider, model, step limit and cost cap (a call naming a provider or a model names
+    the model)."""
     base = session.spec or RunSpec(runs_dir=str(session.runs_dir))
     changes = {k: v for k, v in given.items() if v is not None}
     if "provider" in changes or "model" in changes:
@@ -86,6 +87,7 @@ def run_agent(
     model: str | None = None,
     provider: str | None = None,
     step_limit: int | None = None,
+    max_cost: float | None = None,
     on_step: StepListener | None = None,
 ) -> RunResult:
     """Start a run for ``task``, or answer the approval ``thread_id`` waits on (``decision``
@@ -98,7 +100,13 @@ def run_agent(
         if task is not None:
             if step_limit is not None and step_limit < 1:
                 raise ConfigError(f"step_limit {step_limit} must be at least 1")
-            spec = _spec(session, provider=provider, model=model, step_limit=step_limit)
+            spec = _spec(
+                session,
+                provider=provider,
+                model=model,
+                step_limit=step_limit,
+                max_cost=max_cost,
+            )
             with _agent(session, spec, on_step) as agent:
                 result: RunResult = agent.run(task=task)
                 return result
@@ -144,6 +152,7 @@ def outcome(result: RunResult) -> dict[str, Any]:
         "thread_id": result.thread_id,
         "final_text": result.final_text,
         "steps": result.steps,
+        "cost_usd": result.cost_usd,
         "report": str(report.resolve()) if report.exists() else None,
         "run_dir": str(Path(result.run_dir).resolve()),
     }

@@ -226,6 +226,14 @@ class _Tools:
         step_limit: Annotated[
             int | None, Field(ge=1, description=f"most actions (default {DEFAULT_STEP_LIMIT})")
         ] = None,
+        max_cost: Annotated[
+            float | None,
+            Field(
+                gt=0,
+                description="stop the run (status cost_limit) before a model call once its cost "
+                "reached this many USD",
+            ),
+        ] = None,
     ) -> CallToolResult | InputRequiredResult:
         total = step_limit or self._step_limit
         state, answers = ctx.request_state, ctx.input_responses
@@ -234,7 +242,12 @@ class _Tools:
             # cancelled: the run stays waiting, and is not asked about again in this call
             result = await self._run(ctx, total, thread_id=state, decision=decision or "status")
             return await self._settle(ctx, total, result, ask=decision is not None)
-        kwargs = {"model": model, "provider": provider, "step_limit": step_limit}
+        kwargs = {
+            "model": model,
+            "provider": provider,
+            "step_limit": step_limit,
+            "max_cost": max_cost,
+        }
         result = await self._run(ctx, total, task=task, **kwargs)
         return await self._settle(ctx, total, result)
 
@@ -297,10 +310,11 @@ DESCRIPTIONS: Mapping[str, str] = {
     "fresh settled screenshot.",
     "run_task": "Hand a whole task to vnc-use's own computer-use agent, which works on the "
     "desktop until it is done. Returns status (done, error, awaiting_approval, denied, "
-    "step_limit, timeout, blocked), final_text, thread_id and the path of the run's HTML "
-    "report. When a step needs a person's approval the person is asked directly if this "
-    "client supports it; otherwise status is awaiting_approval with the pending action: ask "
-    "the person, then call approve_run or deny_run with the thread_id.",
+    "step_limit, timeout, blocked, stuck, cost_limit), final_text, thread_id, cost_usd "
+    "(null: unknown) and the path of the run's HTML report. When a step needs a person's "
+    "approval the person is asked directly if this client supports it; otherwise status is "
+    "awaiting_approval with the pending action: ask the person, then call approve_run or "
+    "deny_run with the thread_id.",
     "approve_run": "Allow the action a run (by thread_id) waits on; the run goes on. Returns "
     "the run's next outcome, as run_task does. Only when the person said yes.",
     "deny_run": "Refuse the action a run (by thread_id) waits on; the action is not done and "

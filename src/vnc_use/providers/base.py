@@ -83,6 +83,9 @@ class CallResult(TypedDict):
     approval the policy alone asked for is not set here: nothing to acknowledge)."""
     output: NotRequired[dict[str, Any]]
     """A custom function's JSON-able result (custom functions only)."""
+    note: NotRequired[str]
+    """A word from vnc-use to the model about this call, in plain words (a stall: the last
+    actions changed nothing on the screen); every provider sends it with the result."""
 
 
 @dataclass(frozen=True)

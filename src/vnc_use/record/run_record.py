@@ -75,6 +75,12 @@ class RunRecord(BaseModel):
     hitl_mode: bool | None = None
     include_initial_screenshot: bool | None = None
     sensitive_names: list[str] | None = None
+    stall_after: int | None = None
+    max_cost: Number | None = None
+    price: list[Number] | None = None
+    """``[INPUT, OUTPUT]`` USD per million tokens given with ``--price`` (else the table's)."""
+    cost_usd: Number | None = None
+    """What the run's model calls cost (None: unknown: no price for its model)."""
     checkpointer: str | None = None
     replay: dict[str, Any] | None = None
     served: bool | None = None

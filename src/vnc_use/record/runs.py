@@ -43,6 +43,10 @@ class RunSummary:
     error: str | None = None
     source_thread: str | None = None
     """For a replay (``vnc-use replay``): the thread id of the run it replays."""
+    cost_usd: float | None = None
+    """What its model calls cost so far (None: unknown, or a run of an older version)."""
+    priced: bool = False
+    """True when the run recorded its cost (runs of older versions did not)."""
 
     @property
     def duration_s(self) -> float | None:
@@ -83,6 +87,8 @@ def summarize(run_dir: Path) -> RunSummary | None:
     started = settings.get("started")
     status, steps, final_text, error = "unfinished", 0, "", None
     last_ts: float | None = None
+    cost: Any = settings.get("cost_usd")
+    priced = "cost_usd" in settings
     for event in read_events(run_dir):
         kind = event.get("event")
         ts = event.get("ts")
@@ -93,6 +99,8 @@ def summarize(run_dir: Path) -> RunSummary | None:
             started = started if isinstance(started, (int, float)) else ts
         elif kind == "action":
             steps = max(steps, int(event.get("step") or 0))
+        if kind == "model_response" and "run_cost_usd" in event:
+            cost, priced = event.get("run_cost_usd"), True
         elif kind in _END_EVENTS:
             status = str(event.get("status", "unfinished"))
             steps = int(event.get("steps") or steps)
@@ -111,6 +119,8 @@ def summarize(run_dir: Path) -> RunSummary | None:
         final_text=final_text,
         error=str(error) if error else None,
         source_thread=_source_thread(settings),
+        cost_usd=float(cost) if isinstance(cost, (int, float)) else None,
+        priced=priced,
     )
 
 

@@ -97,19 +97,26 @@ def _cells(png: bytes) -> Image.Image:
     return cells
 
 
-def _unexplained(a: Image.Image, b: Image.Image) -> Image.Image:
-    """Cells of ``a`` outside the range of ``b``'s cell and its neighbours (255), else 0."""
-    high = b.filter(ImageFilter.MaxFilter(3))
-    low = b.filter(ImageFilter.MinFilter(3))
+def _unexplained(a: Image.Image, b: Image.Image, neighbours: bool = True) -> Image.Image:
+    """Cells of ``a`` outside the range of ``b``'s cell and its neighbours (255), else 0;
+    without ``neighbours``, outside ``b``'s cell alone."""
+    high = b.filter(ImageFilter.MaxFilter(3)) if neighbours else b
+    low = b.filter(ImageFilter.MinFilter(3)) if neighbours else b
     over = ImageChops.subtract(a, high).point(lambda v: 255 if v > CELL_THRESHOLD else 0)
     under = ImageChops.subtract(low, a).point(lambda v: 255 if v > CELL_THRESHOLD else 0)
     return ImageChops.lighter(over, under)
 
 
-def difference(recorded: bytes, current: bytes, masks: Sequence[Mask] = ()) -> float:
-    """Percent of the screen's cells (masked ones left out) that differ between two PNGs."""
+def difference(
+    recorded: bytes, current: bytes, masks: Sequence[Mask] = (), *, neighbours: bool = True
+) -> float:
+    """Percent of the screen's cells (masked ones left out) that differ between two PNGs.
+
+    ``neighbours=False`` compares each cell with the same cell only: content that moved by
+    a cell counts too (stall detection asks whether an action changed anything at all, a
+    counter's digit included; a replay asks whether the screen is the recorded one)."""
     a, b = _cells(recorded), _cells(current)
-    changed = ImageChops.lighter(_unexplained(a, b), _unexplained(b, a))
+    changed = ImageChops.lighter(_unexplained(a, b, neighbours), _unexplained(b, a, neighbours))
     counted = Image.new("L", GRID, 255)
     if masks:
         draw = ImageDraw.Draw(counted)

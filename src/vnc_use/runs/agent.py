@@ -15,7 +15,6 @@ the desktop and the model, holds the desktop's lease while the run acts
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import threading
 import time
@@ -32,12 +31,10 @@ from langgraph.types import Command
 
 from vnc_use import config
 from vnc_use.agent import approval as safety
+from vnc_use.agent import stall
 from vnc_use.agent.graph import AgentContext, AgentSettings, build_graph
-from vnc_use.store.journal import import_jsonl
-from vnc_use.store.lease import DEFAULT_LEASE_TIMEOUT
 from vnc_use.agent.outcome import record_outcome, run_outcome
 from vnc_use.agent.state import CUAState, RunResult
-from vnc_use.store.storage import CHECKPOINT_DB
 from vnc_use.desktops.address import parse_server
 from vnc_use.desktops.base import Desktop
 from vnc_use.desktops.keyboard import KeyboardLimits
@@ -59,6 +56,7 @@ from vnc_use.errors import (
     VncUseError,
 )
 from vnc_use.providers.base import Planner
+from vnc_use.providers.pricing import price_for
 from vnc_use.record import run_record
 from vnc_use.record.folder import RunFolder, check_thread_id
 from vnc_use.record.report import write_report_safely
@@ -72,6 +70,10 @@ from vnc_use.runs.open import (
     sensitive_values,
 )
 from vnc_use.runs.spec import DEFAULT_RECONNECT_WINDOW, RunSpec
+from vnc_use.status import RunStatus
+from vnc_use.store.journal import import_jsonl
+from vnc_use.store.lease import DEFAULT_LEASE_TIMEOUT
+from vnc_use.store.storage import CHECKPOINT_DB
 
 if TYPE_CHECKING:  # imported when first connecting: Twisted stays out of desktop= runs
     from vnc_use.desktops.vnc import VNCController
@@ -175,6 +177,9 @@ class VncUseAgent:
         lost_reason: Callable[[], str | None] | None = None,
         video: bool = True,
         video_fps: float = DEFAULT_VIDEO_FPS,
+        stall_after: int | None = None,
+        max_cost: float | None = None,
+        price: Sequence[float] | None = None,
     ) -> None:
         # a thin face: the arguments become a RunSpec (and the live objects a spec cannot
         # hold: a desktop, a planner, callbacks), then from_spec's setup
@@ -220,6 +225,9 @@ class VncUseAgent:
                 include_initial_screenshot=include_initial_screenshot,
                 keep_screenshots=keep_screenshots,
                 confirm_actions=None if confirm_actions is None else list(confirm_actions),
+                stall_after=stall_after,
+                max_cost=max_cost,
+                price=[float(price[0]), float(price[1])] if price else None,
             ),
         )
         reached = None
@@ -428,6 +436,7 @@ class VncUseAgent:
         planner = self._planner_of(thread_id)
         # Fail before anything is recorded when the key or the desktop is missing.
         planner.check_ready()
+        self._check_cost_cap(planner)
         with self._leased(thread_id):
             return self._start(task, thread_id, planner)
 
@@ -449,6 +458,9 @@ class VncUseAgent:
                 "seconds_timeout": self.settings.seconds_timeout,
                 "hitl_mode": self.settings.hitl_mode,
                 "include_initial_screenshot": self.settings.include_initial_screenshot,
+                "stall_after": self.settings.stall_after,
+                "max_cost": self.settings.max_cost,
+                "price": list(self.settings.price) if self.settings.price else None,
                 "sensitive_names": sorted(self.sensitive_text),
                 "checkpointer": self.storage.described,  # never its password
                 "started": time.time(),
@@ -530,6 +542,9 @@ class VncUseAgent:
         self.settings.step_limit = max(
             self.settings.step_limit, len(recording.steps) - planner.start + 1
         )
+        # a replay performs what was recorded: actions that changed nothing then are no
+        # stall now (its screens are checked against the recording instead)
+        self.settings.stall_after = 0
         return self.run(recording.task, thread_id=new_id)
 
     def _planner_of(self, thread_id: str) -> Planner:
@@ -578,9 +593,14 @@ class VncUseAgent:
         return self._answer(thread_id, safety.DENY)
 
     def resume(self, thread_id: str) -> RunResult:
-        """Continue a run that stopped on an error or a crash (a pending approval stays pending)."""
+        """Continue a run that stopped on an error or a crash (a pending approval stays pending),
+        or one that ended ``stuck`` (the model gets another chance) or at its cost cap
+        (``cost_limit``: with a higher ``max_cost``; the running total is kept)."""
         snap = self._existing(thread_id)
         folder = self._folder(thread_id)
+        status = snap.values.get("status")
+        if status in (RunStatus.STUCK, RunStatus.COST_LIMIT) and not snap.next:
+            return self._continue_stopped(thread_id, folder, snap.values)
         # finished: nothing to continue. (A step that completed just before a crash shows no
         # `next` but still has its task, whose saved writes carry the run on.)
         if not snap.next and not snap.tasks:
@@ -588,6 +608,40 @@ class VncUseAgent:
         with self._leased(thread_id):
             folder.event("resumed", thread_id=thread_id)
             return self._invoke(None, thread_id, folder)
+
+    def _continue_stopped(
+        self, thread_id: str, folder: RunFolder, values: dict[str, Any]
+    ) -> RunResult:
+        """Go on with a run that ended ``stuck`` or ``cost_limit``: its state is set running
+        again (stall detection starts afresh; the cost so far is kept) and the model is asked
+        for its next turn. A cost cap not above the cost spent stops it again at once."""
+        update: dict[str, Any] = {"status": "running", "done": False, "error": None}
+        if values.get("status") == RunStatus.STUCK:
+            update["stall"] = stall.cleared(values.get("stall"))
+        with self._leased(thread_id):
+            self.graph.update_state(self._config(thread_id), update, as_node="act")
+            folder.event(
+                "resumed",
+                thread_id=thread_id,
+                after=values.get("status"),
+                max_cost=self.settings.max_cost,
+            )
+            run_record.update(folder, max_cost=self.settings.max_cost)
+            return self._invoke(None, thread_id, folder)
+
+    def _check_cost_cap(self, planner: Planner) -> None:
+        """Refuse a cost cap on a model whose price is unknown (one line naming the fix)."""
+        cap = self.settings.max_cost
+        if cap is None:
+            return
+        if not cap > 0:
+            raise ConfigError(f"--max-cost must be a positive number of USD, got {cap:g}")
+        provider = planner.run_settings().get("provider")
+        if price_for(planner.model, provider, self.settings.price) is None:
+            raise ConfigError(
+                f"--max-cost needs the price of {planner.model}, which vnc-use does not know: "
+                "give it with --price INPUT/OUTPUT (USD per million tokens)"
+            )
 
     def result(self, thread_id: str) -> RunResult:
         """How a run stands now, without running anything."""
@@ -834,7 +888,9 @@ def _budgets(given: AgentSettings | None, **arguments: Any) -> dict[str, Any]:
     for name, value in arguments.items():
         if value is None and given is not None:
             value = getattr(given, name)
-            value = list(value) if name == "confirm_actions" else value
+            value = (
+                list(value) if name in ("confirm_actions", "price") and value is not None else value
+            )
         if value is not None:
             budgets[name] = value
     return budgets

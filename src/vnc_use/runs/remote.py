@@ -87,6 +87,7 @@ def outcome(api: Any, tid: str) -> RunResult:
         status, pending = RunStatus.AWAITING_APPROVAL, dict(interrupts[0]["value"])
     elif status == RunStatus.RUNNING:
         status, error = RunStatus.ERROR, f"the run stopped before finishing: vnc-use resume {tid}"
+    from vnc_use.agent.costs import run_cost
     from vnc_use.agent.state import RunResult
 
     return RunResult(
@@ -98,6 +99,7 @@ def outcome(api: Any, tid: str) -> RunResult:
         steps=values.get("step", 0),
         error=error,
         pending_call=pending,
+        cost_usd=run_cost(values) if values else None,
     )
 
 

@@ -40,10 +40,8 @@ from langgraph.types import StateSnapshot
 from vnc_use import config as env
 from vnc_use.agent.context import AgentContext
 from vnc_use.agent.graph import build_graph
-from vnc_use.store.lease import Lease
 from vnc_use.agent.outcome import record_outcome, run_outcome
 from vnc_use.agent.state import CUAState, RunResult
-from vnc_use.store.storage import Storage, open_storage
 from vnc_use.desktops.base import Desktop
 from vnc_use.desktops.target import ReachedDesktop, reach
 from vnc_use.errors import ConfigError, ServedRunError, VncUseError
@@ -53,6 +51,8 @@ from vnc_use.record.report import write_report_safely
 from vnc_use.record.video import VideoRecorder, record_desktop, stop_recording
 from vnc_use.runs.open import MISSING_ON_SERVER, open_planner, run_folder, sensitive_values
 from vnc_use.runs.spec import SPEC_NAMESPACE, RunSpec
+from vnc_use.store.lease import Lease
+from vnc_use.store.storage import Storage, open_storage
 
 if TYPE_CHECKING:  # the server resolves the annotation with its own ServerRuntime
     from langgraph_sdk.runtime import ServerRuntime
@@ -204,6 +204,8 @@ def _folder(spec: RunSpec, thread_id: str, sensitive: dict[str, str]) -> RunFold
     if run_record.load(folder.path) is None:
         record = {"thread_id": thread_id, "kind": "served", "served": True, **spec.to_record()}
         run_record.write(folder, run_record.RunRecord.from_json(record))
+    else:  # a later leg: a cap raised on resume (--max-cost) is the run's cap now
+        run_record.update(folder, max_cost=spec.max_cost)
     return folder
 
 

@@ -50,7 +50,7 @@ import logging
 import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
@@ -118,6 +118,13 @@ class Reply:
     status: int = 200
     error_type: str = ""
     headers: tuple[tuple[str, str], ...] = ()
+    usage: tuple[tuple[str, int], ...] = ()
+    """Token counts to report instead of the stand-in's own (``input_tokens``,
+    ``cache_read_input_tokens``, ...), as ``with_usage`` sets them."""
+
+    def with_usage(self, **usage: int) -> Reply:
+        """This reply, reporting ``usage`` (the API's field names) in its ``usage``."""
+        return replace(self, usage=tuple(usage.items()))
 
     @classmethod
     def act(cls, *actions: Action, text: str = "") -> Reply:
@@ -491,7 +498,13 @@ class AnthropicStandIn(ScriptedServer[Reply]):
             "stop_reason": stop,
             "stop_sequence": None,
             "stop_details": details,
-            "usage": {"input_tokens": 1 + rec.raw_size // 4, "output_tokens": 20},
+            "usage": {
+                "input_tokens": 1 + rec.raw_size // 4,
+                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 0,
+                "output_tokens": 20,
+                **dict(reply.usage),
+            },
         }
 
 

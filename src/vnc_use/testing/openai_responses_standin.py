@@ -45,7 +45,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
@@ -77,6 +77,13 @@ class Turn:
     status: int = 200
     body: Mapping[str, Any] | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
+    usage: Mapping[str, Any] | None = None
+    """The ``usage`` to report instead of the stand-in's own (the API's shape:
+    ``input_tokens``, ``input_tokens_details.cached_tokens``, ``output_tokens``, ...)."""
+
+    def with_usage(self, usage: Mapping[str, Any]) -> Turn:
+        """This turn, reporting ``usage`` as the API does."""
+        return replace(self, usage=dict(usage))
 
     @classmethod
     def call(
@@ -394,7 +401,9 @@ def _envelope(
         "tools": body.get("tools") or [],
         "top_p": 1.0,
         "truncation": "disabled",
-        "usage": {
+        "usage": dict(turn.usage)
+        if turn.usage is not None
+        else {
             "input_tokens": input_tokens,
             "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
             "output_tokens": 64,

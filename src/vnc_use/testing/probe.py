@@ -34,6 +34,17 @@ For settle-detection tests and benchmarks the probe can also keep the screen bus
 * ``--no-status``: the status line does not echo events, so the first thing a click changes
   is its cursor-sized square (what a slow link's first update after an action often holds).
 
+For stall-detection tests (``ready`` carries each box it shows):
+
+* ``--static``: a click on the canvas changes nothing on the screen (no square, no status
+  echo, no blinking cursor in the entry): a model clicking it again and again sees the same
+  screen;
+* ``--counter``: a button (box ``counter``) whose big number goes up by one on every left
+  click on it (events ``counter`` with ``n``);
+* ``--list N``: a list of N lines (box ``list``) that the mouse wheel scrolls;
+* ``--slow-draw MS``: F8 starts drawing a bar (box ``bar``) of :data:`BAR_SEGMENTS`
+  segments, one every MS ms, like a page loading slowly (events ``bar`` with ``segments``).
+
 With ``--window WxH+X+Y`` the probe is an ordinary window of that size and place instead,
 managed by the window manager (for focus tests with several windows): ``ready`` also carries
 its ``origin`` (root pixels of its top-left corner; the ``entry`` box is relative to it), and
@@ -54,13 +65,22 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["ANIMATION_FRAME_MS", "DIALOG_COLOR", "ProbeLog", "animation_color", "main"]
+__all__ = [
+    "ANIMATION_FRAME_MS",
+    "BAR_SEGMENTS",
+    "DIALOG_COLOR",
+    "ProbeLog",
+    "animation_color",
+    "main",
+]
 
 #: The colour of the probe's dialog (``--dialog``).
 DIALOG_COLOR = (255, 0, 255)
 
 #: Milliseconds between two frames of the probe's click animation.
 ANIMATION_FRAME_MS = 15
+#: Segments of the bar ``--slow-draw`` draws after F8.
+BAR_SEGMENTS = 12
 
 Event = dict[str, Any]
 
@@ -146,6 +166,7 @@ class _Probe:
         window: tuple[int, int, int, int] | None = None,
         status: bool = True,
         dialog: tuple[int, int] = (0, 0),
+        extras: dict[str, Any] | None = None,
     ) -> None:
         import tkinter as tk
 
@@ -195,7 +216,8 @@ class _Probe:
         self.panel = self.canvas.create_rectangle(*self.panel_box, fill="", outline="")
         self.ticker_box = (20, height - 100, 260, height - 60)
         self.ticker = self.canvas.create_rectangle(*self.ticker_box, fill="", outline="")
-        for widget in (self.canvas, self.entry, self.root):
+        self.extras = _Extras(self, dict(extras or {}))
+        for widget in (self.canvas, self.entry, self.root, *self.extras.widgets):
             widget.bindtags(("Probe", "ProbeMulti", *widget.bindtags()))
         self._bind()
 
@@ -238,6 +260,8 @@ class _Probe:
             self.emit("wheel", x=e.x_root, y=e.y_root, button=button, state=e.state)
             return
         self.emit("press", x=e.x_root, y=e.y_root, button=e.num, state=e.state)
+        if self.extras.on_press(e):
+            return
         color = _COLORS[self.clicks % len(_COLORS)]
         self.clicks += 1
         x, y = e.x_root, e.y_root
@@ -321,6 +345,8 @@ class _Probe:
         self.emit("key", keysym=e.keysym, char=e.char, state=e.state)
         if e.keysym == "F9" and self.ticker_key:
             self.toggle_ticker()
+        if e.keysym == "F8":
+            self.extras.start_bar()
         return "break" if e.keysym in ("Tab", "ISO_Left_Tab") else None
 
     def on_keyup(self, e: Any) -> None:
@@ -345,6 +371,7 @@ class _Probe:
                 panel=list(self.panel_box),
                 ticker=list(self.ticker_box),
                 origin=[self.root.winfo_rootx(), self.root.winfo_rooty()],
+                **self.extras.boxes,
             )
             return
         if time.monotonic() > deadline:
@@ -359,6 +386,73 @@ class _Probe:
     def run(self) -> None:
         self.root.after(0, self.wait_ready, time.monotonic() + 10.0)
         self.root.mainloop()
+
+
+class _Extras:
+    """The stall-detection widgets (``--static``, ``--counter``, ``--list``, ``--slow-draw``)."""
+
+    def __init__(self, probe: _Probe, options: dict[str, Any]) -> None:
+        self.probe = probe
+        self.static = bool(options.get("static"))
+        self.slow_draw_ms = int(options.get("slow_draw_ms") or 0)
+        self.widgets: list[Any] = []
+        self.boxes: dict[str, list[int]] = {}
+        self.count = 0
+        self.bar_job: str | None = None
+        if self.static:  # a screen that stays as it is: the entry's cursor does not blink
+            probe.entry.configure(insertofftime=0)
+        width, height = probe.size
+        canvas = probe.canvas
+        if options.get("counter"):
+            box = (width // 20, height * 3 // 10, width // 20 + 220, height * 3 // 10 + 90)
+            self.boxes["counter"] = list(box)
+            canvas.create_rectangle(*box, fill="#dfe7f2", outline="#2f5fb3", width=2)
+            cx, cy = (box[0] + box[2]) // 2, (box[1] + box[3]) // 2
+            self.counter = canvas.create_text(cx, cy, text="0", font=("TkFixedFont", 36, "bold"))
+        lines = int(options.get("list") or 0)
+        if lines:
+            tk = probe.tk
+            box = (width // 20, height // 2, width // 20 + 320, height // 2 + 300)
+            self.boxes["list"] = list(box)
+            listbox = tk.Listbox(probe.root, font=("TkFixedFont", 14), activestyle="none")
+            for i in range(1, lines + 1):
+                listbox.insert(tk.END, f"line {i:04d} of the long list")
+            listbox.place(x=box[0], y=box[1], width=box[2] - box[0], height=box[3] - box[1])
+            self.widgets.append(listbox)
+        if self.slow_draw_ms:
+            self.boxes["bar"] = [width // 4, height * 3 // 4, width * 3 // 4, height * 3 // 4 + 40]
+
+    def on_press(self, e: Any) -> bool:
+        """Handle a press the extras own; True when the probe draws nothing more for it."""
+        box = self.boxes.get("counter")
+        if box and e.num == 1 and box[0] <= e.x_root <= box[2] and box[1] <= e.y_root <= box[3]:
+            self.count += 1
+            self.probe.canvas.itemconfigure(self.counter, text=str(self.count))
+            self.probe.emit("counter", n=self.count)
+            return True
+        return self.static
+
+    def start_bar(self) -> None:
+        """F8: draw the bar again from its start, one segment every ``slow_draw_ms``."""
+        if not self.slow_draw_ms:
+            return
+        if self.bar_job is not None:
+            self.probe.root.after_cancel(self.bar_job)
+        self.probe.canvas.delete("bar")
+        self.bar_segment(0)
+
+    def bar_segment(self, i: int) -> None:
+        left, top, right, bottom = self.boxes["bar"]
+        step = (right - left) // BAR_SEGMENTS
+        if i >= BAR_SEGMENTS:
+            self.bar_job = None
+            return
+        x = left + i * step
+        self.probe.canvas.create_rectangle(
+            x, top, x + step - 4, bottom, fill=_COLORS[i % len(_COLORS)], outline="", tags="bar"
+        )
+        self.probe.emit("bar", segments=i + 1)
+        self.bar_job = self.probe.root.after(self.slow_draw_ms, self.bar_segment, i + 1)
 
 
 def _busy_png(width: int, height: int) -> bytes:
@@ -469,6 +563,24 @@ def main(argv: list[str] | None = None) -> int:
         metavar="MS",
         help="show the --dialog MS ms after the click",
     )
+    parser.add_argument(
+        "--static",
+        action="store_true",
+        help="a click on the canvas changes nothing on the screen (no square, no status echo)",
+    )
+    parser.add_argument(
+        "--counter", action="store_true", help="show a button whose number counts its clicks"
+    )
+    parser.add_argument(
+        "--list", type=int, default=0, metavar="N", help="show a list of N lines to scroll"
+    )
+    parser.add_argument(
+        "--slow-draw",
+        type=int,
+        default=0,
+        metavar="MS",
+        help=f"F8 draws a bar of {BAR_SEGMENTS} segments, one every MS ms (a slow load)",
+    )
     args = parser.parse_args(argv)
     window = None
     if args.window is not None:
@@ -488,8 +600,14 @@ def main(argv: list[str] | None = None) -> int:
             animate_delay_ms=args.animate_delay,
             ticker=args.ticker,
             window=window,
-            status=not args.no_status,
+            status=not (args.no_status or args.static),
             dialog=(args.dialog, args.dialog_delay),
+            extras={
+                "static": args.static,
+                "counter": args.counter,
+                "list": args.list,
+                "slow_draw_ms": args.slow_draw,
+            },
         ).run()
     except KeyboardInterrupt:
         pass

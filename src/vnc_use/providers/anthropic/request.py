@@ -204,6 +204,9 @@ class _Answers:
                 block["content"] = [_text(OMITTED)]
         else:
             block["content"] = [_text(ack_text(member, reply.get("args") or {}))]
+        notes = [str(r["note"]) for r in results if r.get("note")]
+        if notes:
+            block["content"].append(_text(notes[-1]))
         return block
 
     def turn(

@@ -95,6 +95,8 @@ def response_payload(result: Mapping[str, Any]) -> dict[str, Any]:
             payload["error"] = result["error"]
     if result.get("approved"):
         payload.update(ACKNOWLEDGEMENT)
+    if result.get("note"):
+        payload["note"] = result["note"]
     return payload
 
 

@@ -34,6 +34,7 @@ from vnc_use.providers.base import HistoryRecord, LoadPng, Proposal, ProposedCal
 from vnc_use.providers.openai import request
 from vnc_use.providers.openai.actions import Frame, Untranslatable, translate
 from vnc_use.providers.openai_sdk import openai
+from vnc_use.providers.pricing import flat_usage
 
 __all__ = [
     "API_LABEL",
@@ -439,4 +440,4 @@ def _usage(dumped: Mapping[str, Any]) -> dict[str, int] | None:
     usage = dumped.get("usage")
     if not isinstance(usage, Mapping):
         return None
-    return {k: v for k, v in usage.items() if isinstance(v, int) and not isinstance(v, bool)}
+    return flat_usage(usage)

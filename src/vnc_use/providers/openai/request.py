@@ -152,6 +152,7 @@ def _problems(call_id: str, results: Sequence[Mapping[str, Any]], count: int) ->
     ]
     if len(results) < count:
         lines.append(f"computer call {call_id}: {count - len(results)} of its actions did not run.")
+    lines += [str(r["note"]) for r in results if r.get("note")]
     return lines
 
 

@@ -41,6 +41,7 @@ from vnc_use.providers.openai_compat.dialects import (
 )
 from vnc_use.providers.openai_compat.dialects.base import Frame
 from vnc_use.providers.openai_sdk import openai  # ConfigError when the extra is missing
+from vnc_use.providers.pricing import flat_usage
 
 __all__ = ["PLACEHOLDER_API_KEY", "PROVIDER", "OpenAICompatPlanner"]
 
@@ -328,5 +329,4 @@ def _usage(completion: Any) -> dict[str, int] | None:
     usage = getattr(completion, "usage", None)
     if usage is None:
         return None
-    dumped = usage.model_dump(exclude_none=True)
-    return {k: v for k, v in dumped.items() if isinstance(v, int) and not isinstance(v, bool)}
+    return flat_usage(usage.model_dump(exclude_none=True))

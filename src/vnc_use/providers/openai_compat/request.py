@@ -85,11 +85,12 @@ def turn_record(
 def result_text(result: Mapping[str, Any]) -> str:
     """One call's result in words: ``click: done`` or ``click: error: ...``."""
     name = result.get("name", "call")
+    note = f" ({result['note']})" if result.get("note") else ""
     if result.get("error"):
-        return f"{name}: error: {result['error']}"
+        return f"{name}: error: {result['error']}{note}"
     if result.get("output") is not None:
-        return f"{name}: {result['output']}"
-    return f"{name}: done"
+        return f"{name}: {result['output']}{note}"
+    return f"{name}: done{note}"
 
 
 def feedback(message: Mapping[str, Any], error: str) -> list[dict[str, Any]]:

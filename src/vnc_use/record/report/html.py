@@ -17,6 +17,7 @@ import time
 from html import escape
 
 from vnc_use.record import timefmt
+from vnc_use.record.money import format_cost
 from vnc_use.record.report.describe import call_text, grid_pixels, intent, typed_text
 from vnc_use.record.report.markers import Marker, arrow_head, marker_for, shaft_end
 from vnc_use.record.report.model import (
@@ -44,6 +45,8 @@ STATUS_TEXT: dict[str, str] = {
     RunStatus.BLOCKED: "Blocked for safety",
     RunStatus.INTERRUPTED: "Stopped on request",
     RunStatus.DIVERGED: "Replay stopped: the screen differs from the recording",
+    RunStatus.STUCK: "Stuck: the model kept repeating actions that changed nothing",
+    RunStatus.COST_LIMIT: "Stopped: cost cap reached",
     "unfinished": "Unfinished (running, or its process died)",
 }
 
@@ -85,6 +88,7 @@ section.step h2 { font-size:18px; margin:0 0 8px; display:flex; gap:10px; align-
 .badge { font-size:12px; padding:2px 8px; border-radius:999px; background:#1f8a4c; color:#fff; }
 .badge.error { background:#c62828; } .badge.denied { background:#6d4c41; }
 .badge.pending { background:#d97a00; } .badge.approved { background:#2f5fb3; }
+.badge.stall { background:#8e24aa; }
 blockquote.model { margin:0 0 10px; padding:8px 12px; background:#eef3ff; border-radius:6px;
   border-left:4px solid #2f5fb3; white-space:pre-wrap; }
 .meta { display:block; color:var(--muted); font-size:12px; }
@@ -117,11 +121,29 @@ def _tokens(turn: ModelTurn) -> str:
     if total is None:
         return ""
     prompt = usage.get("prompt_token_count", usage.get("promptTokenCount"))
+    prompt = usage.get("input_tokens", usage.get("prompt_tokens")) if prompt is None else prompt
     out = usage.get("candidates_token_count", usage.get("candidatesTokenCount"))
+    out = usage.get("output_tokens", usage.get("completion_tokens")) if out is None else out
     detail = (
         f" ({prompt:,} in, {out:,} out)" if isinstance(prompt, int) and isinstance(out, int) else ""
     )
     return f"{total:,} tokens{detail}"
+
+
+def _action_rows(st: StepView) -> list[tuple[str, str]]:
+    """The result, timing and stall rows of an executed action."""
+    result = f'<span class="error-text">{escape(st.error)}</span>' if st.error else "ok"
+    rows = [
+        ("Result", result),
+        (
+            "Duration",
+            escape(timefmt.milliseconds(st.duration_ms))
+            + f" · at {escape(timefmt.when(st.ts, zone=True))}",
+        ),
+    ]
+    if st.stall:
+        rows.append(("Stall", escape(f"detected; the model was told: {st.stall}")))
+    return rows
 
 
 class _Page:
@@ -161,6 +183,7 @@ class _Page:
             *self.replay_facts(),
             ("Model calls", f"{len(v.model_turns)} ({timefmt.milliseconds(v.model_ms)} waiting)"),
             ("Tokens", f"{v.total_tokens:,}" if v.total_tokens is not None else "not reported"),
+            *([("Cost", format_cost(v.cost_usd))] if v.priced else []),
         ]
         facts_html = "".join(
             f"<div><dt>{escape(k)}</dt><dd>{escape(val)}</dd></div>" for k, val in facts
@@ -220,6 +243,8 @@ class _Page:
         tokens = _tokens(turn)
         if tokens:
             meta.append(tokens)
+        if turn.priced:
+            meta.append(format_cost(turn.cost_usd))
         if not first:
             meta.append("the same answer as the previous step")
         if not (turn.text and first):
@@ -250,6 +275,8 @@ class _Page:
             badge = '<span class="badge">ok</span>'
         if st.decision and st.decision.approved:
             badge += '<span class="badge approved">approved</span>'
+        if st.stall:
+            badge += '<span class="badge stall" data-stall="1">stall detected</span>'
         saw = self.figure(
             st.before,
             "What the model saw when it proposed this action (the action drawn on it)"
@@ -298,15 +325,7 @@ class _Page:
             size = f" (screen {st.size[0]} x {st.size[1]} px)" if st.size else ""
             rows.append(("Where", escape(shown + size)))
         if st.kind == "action":
-            result = f'<span class="error-text">{escape(st.error)}</span>' if st.error else "ok"
-            rows.append(("Result", result))
-            rows.append(
-                (
-                    "Duration",
-                    escape(timefmt.milliseconds(st.duration_ms))
-                    + f" · at {escape(timefmt.when(st.ts, zone=True))}",
-                )
-            )
+            rows += _action_rows(st)
         if st.original is not None:
             o = st.original
             diff = "not compared" if o.difference is None else f"{o.difference:g}% of the screen"

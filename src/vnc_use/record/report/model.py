@@ -64,13 +64,32 @@ class ModelTurn:
     finish_reason: str | None
     replayed: bool = False
     """A replay's turn (the recorded action, no model asked)."""
+    cost_usd: float | None = None
+    """What this call cost (None: unknown, or not recorded)."""
+    run_cost_usd: float | None = None
+    """The run's cost after this call (None: unknown, or not recorded)."""
+    priced: bool = False
+    """True when the run recorded the call's cost (runs of older versions did not)."""
 
     @property
     def total_tokens(self) -> int | None:
-        """Total tokens of the call, when the API reported them."""
+        """Total tokens of the call, when the API reported them (every provider's names)."""
         usage = self.usage or {}
-        total = usage.get("total_token_count", usage.get("totalTokenCount"))
-        return int(total) if isinstance(total, (int, float)) else None
+        for key in ("total_token_count", "totalTokenCount", "total_tokens"):
+            total = usage.get(key)
+            if isinstance(total, (int, float)):
+                return int(total)
+        parts = [
+            usage.get(k)
+            for k in (
+                "input_tokens",
+                "output_tokens",
+                "cache_read_input_tokens",
+                "cache_creation_input_tokens",
+            )
+        ]
+        counted = [int(p) for p in parts if isinstance(p, (int, float))]
+        return sum(counted) if counted else None
 
 
 @dataclass
@@ -134,6 +153,8 @@ class StepView:
     """Wall-clock time the action began (where the video shows it)."""
     error: str | None = None
     note: str | None = None
+    stall: str | None = None
+    """Stall detection's note, on the step where a stall was detected (sent to the model)."""
     sensitive: bool = False
     turn: ModelTurn | None = None
     first_of_turn: bool = True
@@ -192,6 +213,21 @@ class RunView:
         return sum(counts) if counts else None
 
     @property
+    def cost_usd(self) -> float | None:
+        """What the run cost (None: unknown or not recorded): run.json's figure, else the
+        last model answer's running total."""
+        recorded = self.settings.get("cost_usd")
+        if isinstance(recorded, (int, float)):
+            return float(recorded)
+        priced = [t for t in self.turns if t.priced]
+        return priced[-1].run_cost_usd if priced else None
+
+    @property
+    def priced(self) -> bool:
+        """True when the run recorded its cost (runs of older versions did not)."""
+        return "cost_usd" in self.settings or any(t.priced for t in self.turns)
+
+    @property
     def model_ms(self) -> float:
         """Time spent waiting for the model, over all calls."""
         return sum(t.latency_ms or 0.0 for t in self.model_turns)
@@ -220,6 +256,7 @@ class _Reader:
         self.decision: Decision | None = None
         self.paused: dict[str, Any] | None = None
         self.original: Original | None = None
+        self.stall: str | None = None  # stall detection's note for the next action
         # a replay's turns are its own until the model takes over (--heal)
         self.replaying = isinstance(view.settings.get("replay"), dict)
 
@@ -272,6 +309,9 @@ class _Reader:
             usage=e.get("usage") if isinstance(e.get("usage"), dict) else None,
             finish_reason=e.get("finish_reason"),
             replayed=self.replaying,
+            cost_usd=_num(e.get("cost_usd")),
+            run_cost_usd=_num(e.get("run_cost_usd")),
+            priced="cost_usd" in e,
         )
         self.view.turns.append(turn)
         self.turn, self.used = turn, 0
@@ -314,6 +354,9 @@ class _Reader:
             )
         )
 
+    def on_stall_detected(self, e: dict[str, Any]) -> None:
+        self.stall = str(e.get("note") or "a stall")
+
     def on_approved(self, e: dict[str, Any]) -> None:
         self.decision = Decision(
             True, str(e.get("by", "person")), _num(e.get("ts")), str(e.get("explanation", ""))
@@ -344,6 +387,7 @@ class _Reader:
                 started=_num(e.get("started")),
                 error=e.get("error"),
                 note=e.get("note"),
+                stall=self.stall,
                 sensitive=is_sensitive(e),
                 turn=self.turn,
                 first_of_turn=self.used == 1,
@@ -351,6 +395,7 @@ class _Reader:
                 original=self.original,
             )
         )
+        self.stall = None
         self.decision = None
         self.original = None
         self.shot = after or self.shot

@@ -1,0 +1,14 @@
+"""A fleet of desktop hosts on one PostgreSQL: workers take run legs from DBOS queues.
+
+- :mod:`vnc_use.fleet.db`: the fleet's own tables (workers and their heartbeats, runs and
+  their outcomes and reports) and the advisory lock that proves a worker is alive;
+- :mod:`vnc_use.fleet.queue`: the DBOS side (queue names, the leg workflow, enqueueing from
+  any machine with :class:`dbos.DBOSClient`); the only importer of ``dbos``;
+- :mod:`vnc_use.fleet.worker`: ``vnc-use worker``: desktops, legs, heartbeats, dead-worker
+  recovery, draining on SIGTERM;
+- :mod:`vnc_use.fleet.submit`: ``run/approve/deny/resume --fleet``: enqueue a leg, wait;
+- :mod:`vnc_use.fleet.status`: ``vnc-use fleet status``.
+
+A submitter needs the database URL and nothing else: model keys and desktop passwords live in
+the workers' environment; the outcome and the report come back through the database.
+"""

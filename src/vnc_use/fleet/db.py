@@ -1,0 +1,236 @@
+"""The fleet's own tables in the database the workers share (beside DBOS's ``dbos`` schema).
+
+``vnc_use_fleet_workers``: one row per worker (``--worker-id``): its labels, its desktops (each
+free or busy with a run), its state (``alive``, ``draining``, ``stopped``, ``dead``) and its
+last heartbeat. A live worker also holds a session-level advisory lock on its own connection
+(:func:`worker_lock_key`): PostgreSQL frees it the moment the worker's process dies, so any
+other worker notices a SIGKILL at once; a hung worker is noticed by its heartbeat's age.
+
+``vnc_use_fleet_runs``: one row per run submitted to the fleet: its label, task, spec (the
+:class:`~vnc_use.runs.spec.RunSpec`'s JSON: never a secret), the desktop it is pinned to once
+its first leg started, the worker of its last leg, its status, its last
+:class:`~vnc_use.agent.state.RunResult` and its report (HTML), so the machine that asks gets
+them without sharing a folder with the workers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from vnc_use.store import postgres
+from vnc_use.store.lease import lease_number
+
+__all__ = [
+    "DEAD_AFTER",
+    "FleetDb",
+    "RunRow",
+    "worker_lock_key",
+]
+
+DEAD_AFTER = 30.0
+"""A worker whose last heartbeat is older than this many seconds is declared dead."""
+
+WORKERS = "vnc_use_fleet_workers"
+RUNS = "vnc_use_fleet_runs"
+
+_SCHEMA = (
+    f"CREATE TABLE IF NOT EXISTS {WORKERS} (worker_id TEXT PRIMARY KEY, labels JSONB NOT NULL,"
+    " desktops JSONB NOT NULL, state TEXT NOT NULL, host TEXT NOT NULL DEFAULT '',"
+    " started TIMESTAMPTZ NOT NULL DEFAULT now(), heartbeat TIMESTAMPTZ NOT NULL DEFAULT now(),"
+    " legs_done INTEGER NOT NULL DEFAULT 0)",
+    f"CREATE TABLE IF NOT EXISTS {RUNS} (thread_id TEXT PRIMARY KEY, label TEXT NOT NULL,"
+    " task TEXT NOT NULL, spec JSONB NOT NULL, desktop TEXT, worker_id TEXT,"
+    " status TEXT NOT NULL, legs INTEGER NOT NULL DEFAULT 1, result JSONB, report TEXT,"
+    " created TIMESTAMPTZ NOT NULL DEFAULT now(), updated TIMESTAMPTZ NOT NULL DEFAULT now())",
+)
+
+
+def worker_lock_key(worker_id: str) -> int:
+    """The advisory lock a live worker holds on its own session."""
+    return lease_number(f"vnc-use-fleet-worker:{worker_id}")
+
+
+@dataclass
+class RunRow:
+    """A run as the fleet knows it."""
+
+    thread_id: str
+    label: str
+    task: str
+    spec: dict[str, Any]
+    desktop: str | None
+    worker_id: str | None
+    status: str
+    legs: int
+    result: dict[str, Any] | None
+    report: str | None
+
+    @classmethod
+    def of(cls, row: dict[str, Any]) -> RunRow:
+        return cls(**{k: row[k] for k in cls.__dataclass_fields__})
+
+
+class FleetDb:
+    """The fleet's tables on one autocommit connection (its own, never shared)."""
+
+    def __init__(self, url: str, application_name: str = "vnc-use fleet") -> None:
+        self.url = url
+        self.conn = postgres.connect(url, application_name=application_name)
+        # one creator at a time: workers starting together would race on CREATE TABLE
+        with self.conn.transaction(), self.conn.cursor() as cur:
+            cur.execute("SELECT pg_advisory_xact_lock(%s)", (lease_number("vnc-use-fleet-ddl"),))
+            for statement in _SCHEMA:
+                cur.execute(statement)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def _all(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+        with self.conn.cursor() as cur:
+            cur.execute(sql, params)
+            return list(cur.fetchall()) if cur.description else []
+
+    def _one(self, sql: str, params: tuple[Any, ...] = ()) -> dict[str, Any] | None:
+        rows = self._all(sql, params)
+        return rows[0] if rows else None
+
+    @contextlib.contextmanager
+    def setup_lock(self) -> Iterator[None]:
+        """Hold the fleet's set-up lock (creating tables) for the block."""
+        key = lease_number("vnc-use-fleet-setup")
+        # polled, not waited for inside a statement: LangGraph's CREATE INDEX CONCURRENTLY
+        # waits for every open transaction, a blocked pg_advisory_lock included (a deadlock)
+        while not postgres.try_advisory_lock(self.conn, key):
+            time.sleep(0.1)
+        try:
+            yield
+        finally:
+            postgres.release_advisory_lock(self.conn, key)
+
+    # -- workers ---------------------------------------------------------------------------
+    def hold_worker_lock(self, worker_id: str) -> bool:
+        """Take this worker's liveness lock on this session (False: another process has it)."""
+        return postgres.try_advisory_lock(self.conn, worker_lock_key(worker_id))
+
+    def worker_lock_free(self, worker_id: str) -> bool:
+        """Whether nobody holds ``worker_id``'s liveness lock (its process is gone)."""
+        key = worker_lock_key(worker_id)
+        if postgres.try_advisory_lock(self.conn, key):
+            postgres.release_advisory_lock(self.conn, key)
+            return True
+        return False
+
+    def register_worker(
+        self, worker_id: str, labels: list[str], desktops: dict[str, str | None], host: str
+    ) -> None:
+        self._all(
+            f"INSERT INTO {WORKERS} (worker_id, labels, desktops, state, host) "
+            "VALUES (%s, %s, %s, 'alive', %s) ON CONFLICT (worker_id) DO UPDATE SET "
+            "labels = EXCLUDED.labels, desktops = EXCLUDED.desktops, state = 'alive', "
+            "host = EXCLUDED.host, started = now(), heartbeat = now(), legs_done = 0",
+            (worker_id, json.dumps(labels), json.dumps(desktops), host),
+        )
+
+    def heartbeat(self, worker_id: str, desktops: dict[str, str | None]) -> str | None:
+        """Record that the worker lives; returns its state (``dead`` if others said so)."""
+        row = self._one(
+            f"UPDATE {WORKERS} SET heartbeat = now(), desktops = %s WHERE worker_id = %s "
+            "RETURNING state",
+            (json.dumps(desktops), worker_id),
+        )
+        return str(row["state"]) if row else None
+
+    def set_worker_state(self, worker_id: str, state: str) -> None:
+        self._all(f"UPDATE {WORKERS} SET state = %s WHERE worker_id = %s", (state, worker_id))
+
+    def count_leg(self, worker_id: str) -> None:
+        self._all(
+            f"UPDATE {WORKERS} SET legs_done = legs_done + 1 WHERE worker_id = %s", (worker_id,)
+        )
+
+    def workers(self) -> list[dict[str, Any]]:
+        """Every worker, with ``age``: seconds since its last heartbeat."""
+        return self._all(
+            f"SELECT *, EXTRACT(EPOCH FROM now() - heartbeat)::float AS age FROM {WORKERS} "
+            "ORDER BY worker_id"
+        )
+
+    def suspects(self, me: str) -> list[str]:
+        """Other workers said to be alive or draining whose process is gone (their lock is
+        free) or silent for :data:`DEAD_AFTER` seconds."""
+        found = []
+        for row in self.workers():
+            if row["worker_id"] == me or row["state"] not in ("alive", "draining"):
+                continue
+            if row["age"] > DEAD_AFTER or self.worker_lock_free(row["worker_id"]):
+                found.append(str(row["worker_id"]))
+        return found
+
+    def recently_stopped(self, me: str, within: float = 60.0) -> list[str]:
+        """Workers that stopped in the last ``within`` seconds: a leg DBOS had just handed
+        one as it stopped is still theirs, for the others to recover."""
+        return [
+            str(row["worker_id"])
+            for row in self.workers()
+            if row["worker_id"] != me and row["state"] == "stopped" and row["age"] < within
+        ]
+
+    def declare_dead(self, worker_id: str) -> bool:
+        """Mark a worker dead; True for the one caller that did (it recovers the legs)."""
+        row = self._one(
+            f"UPDATE {WORKERS} SET state = 'dead', desktops = '{{}}'::jsonb "
+            "WHERE worker_id = %s AND state IN ('alive', 'draining') RETURNING worker_id",
+            (worker_id,),
+        )
+        return row is not None
+
+    # -- runs ------------------------------------------------------------------------------
+    def create_run(self, thread_id: str, label: str, task: str, spec: dict[str, Any]) -> bool:
+        """A new run (False: the thread id is taken)."""
+        row = self._one(
+            f"INSERT INTO {RUNS} (thread_id, label, task, spec, status) "
+            "VALUES (%s, %s, %s, %s, 'queued') ON CONFLICT (thread_id) DO NOTHING "
+            "RETURNING thread_id",
+            (thread_id, label, task, json.dumps(spec)),
+        )
+        return row is not None
+
+    def run(self, thread_id: str) -> RunRow | None:
+        row = self._one(f"SELECT * FROM {RUNS} WHERE thread_id = %s", (thread_id,))
+        return RunRow.of(row) if row else None
+
+    def runs(self, limit: int = 100) -> list[RunRow]:
+        rows = self._all(f"SELECT * FROM {RUNS} ORDER BY updated DESC LIMIT %s", (limit,))
+        return [RunRow.of(r) for r in rows]
+
+    def next_leg(self, thread_id: str, status: str) -> int:
+        """Count a new leg of the run (its number) and set the run's status."""
+        row = self._one(
+            f"UPDATE {RUNS} SET legs = legs + 1, status = %s, updated = now() "
+            "WHERE thread_id = %s RETURNING legs",
+            (status, thread_id),
+        )
+        assert row is not None
+        return int(row["legs"])
+
+    def pin(self, thread_id: str, desktop: str, worker_id: str) -> None:
+        """The run's leg runs now on ``desktop``, driven by ``worker_id``."""
+        self._all(
+            f"UPDATE {RUNS} SET desktop = %s, worker_id = %s, status = 'running', "
+            "updated = now() WHERE thread_id = %s",
+            (desktop, worker_id, thread_id),
+        )
+
+    def finish_leg(
+        self, thread_id: str, status: str, result: dict[str, Any], report: str | None
+    ) -> None:
+        self._all(
+            f"UPDATE {RUNS} SET status = %s, result = %s, report = COALESCE(%s, report), "
+            "updated = now() WHERE thread_id = %s",
+            (status, json.dumps(result, default=str), report, thread_id),
+        )

@@ -1,0 +1,115 @@
+"""One leg of a fleet run on one desktop: start it, approve, deny or continue it.
+
+A leg does what its action says unless the run's checkpoint says it already happened: a
+``run`` leg whose thread has a checkpoint (a leg recovered after its worker died) continues
+it; an ``approve``/``deny`` leg of a run no longer waiting continues it. The action journal
+(:mod:`vnc_use.store.journal`) keeps every action from being performed twice, and an action
+whose outcome is unknown is never re-sent blindly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from vnc_use import config
+from vnc_use.agent.state import RunResult
+from vnc_use.errors import ConfigError
+from vnc_use.record.report import REPORT_NAME
+from vnc_use.runs import RunSpec, VncUseAgent
+from vnc_use.status import RunStatus
+
+__all__ = ["LegRequest", "drive_leg", "result_json"]
+
+ACTIONS = ("run", "approve", "deny", "resume")
+
+
+class LegRequest:
+    """What a leg is to do, where, with what."""
+
+    def __init__(
+        self,
+        payload: dict[str, Any],
+        spec: dict[str, Any],
+        server: str,
+        password: str | None,
+        runs_dir: Path,
+        database: str,
+    ) -> None:
+        self.thread_id = str(payload["thread_id"])
+        self.action = str(payload.get("action", "run"))
+        if self.action not in ACTIONS:
+            raise ConfigError(f"unknown leg action {self.action!r}")
+        self.task = str(payload.get("task") or "")
+        self.spec = RunSpec.from_context(spec)
+        self.server = server
+        self.password = password
+        self.runs_dir = runs_dir
+        self.database = database
+
+
+def _agent(req: LegRequest) -> VncUseAgent:
+    spec = req.spec
+    sensitive = {}
+    for name in spec.sensitive_names:
+        variable, value = config.sensitive_value(name)
+        if not value:
+            raise ConfigError(f"sensitive name {name}: set {variable} in the worker's environment")
+        sensitive[name] = value
+    password = req.password or config.named_secret(spec.vnc_password_env)
+    planner = spec.planner()
+    return VncUseAgent(
+        vnc_server=req.server,
+        vnc_password=password,
+        runs_dir=req.runs_dir,
+        checkpointer=req.database,
+        planner=planner,
+        settings=spec.settings(planner),
+        lease_timeout=spec.lease_timeout,
+        sensitive_text=sensitive,
+        connect_timeout=spec.connect_timeout,
+        screen_region=spec.screen_region,
+        vnc_username=spec.vnc_username,
+        vnc_ca=spec.vnc_ca,
+        video=spec.video,
+        video_fps=spec.video_fps,
+        stall_after=spec.stall_after,
+        max_cost=spec.max_cost,
+        price=spec.price,
+    )
+
+
+def drive_leg(req: LegRequest, running: Callable[[VncUseAgent | None], None]) -> RunResult:
+    """Run the leg to its end or pause; ``running`` is told the agent (to stop it on a
+    drain) and None when it is done."""
+    with _agent(req) as agent:
+        running(agent)
+        try:
+            snap = agent.graph.get_state({"configurable": {"thread_id": req.thread_id}})
+            if req.action == "run" and not snap.values:
+                return agent.run(task=req.task, thread_id=req.thread_id)
+            if req.action in ("approve", "deny") and snap.interrupts:
+                answer = agent.approve if req.action == "approve" else agent.deny
+                return answer(req.thread_id)
+            return agent.resume(req.thread_id)
+        finally:
+            running(None)
+
+
+def result_json(result: RunResult) -> dict[str, Any]:
+    """The result as plain JSON (what the database keeps and the submitter prints)."""
+    data = asdict(result)
+    data["status"] = RunStatus(result.status).value
+    data.pop("transcript", None)  # the report has it
+    return data
+
+
+def report_of(runs_dir: Path, thread_id: str) -> str | None:
+    """The run's report (HTML with its screenshots inside), if it wrote one."""
+    path = runs_dir / thread_id / REPORT_NAME
+    try:
+        return path.read_text("utf-8")
+    except OSError:
+        return None

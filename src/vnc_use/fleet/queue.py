@@ -1,0 +1,188 @@
+"""The DBOS side of the fleet (the only module that imports ``dbos``).
+
+Each label is a DBOS queue (``vnc-use-<label>``) in the database's ``dbos`` schema. A leg is
+one DBOS workflow (:data:`LEG_WORKFLOW`) whose input is a small JSON object (the thread id,
+what to do: ``run``, ``approve``, ``deny`` or ``resume``, and for a first leg the task); the
+run's spec is in the fleet's runs table. Its workflow id is ``<thread>-leg<N>``, so a leg is
+enqueued once however often a submitter retries.
+
+A worker is a DBOS process whose executor id is its ``--worker-id``: it listens only to its
+labels' queues, with ``worker_concurrency`` = its desktops (at most one leg per desktop).
+When a worker dies, another one hands its PENDING legs back to their queues with DBOS's
+workflow recovery (:func:`recover`, what DBOS's admin "workflow recovery" endpoint calls);
+a leg that is recovered starts again from the top and continues its run from the run's
+checkpoint (:mod:`vnc_use.fleet.worker`).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable
+from typing import Any
+
+from vnc_use.errors import ConfigError
+
+__all__ = [
+    "LEG_WORKFLOW",
+    "Enqueuer",
+    "current_workflow_id",
+    "launch_worker",
+    "queue_name",
+    "recover",
+    "shutdown",
+]
+
+LEG_WORKFLOW = "vnc_use_leg"
+APP_NAME = "vnc-use-fleet"
+APP_VERSION = "vnc-use-fleet-1"
+"""One application version for every worker, so any of them may recover another's legs."""
+POLL_SECONDS = 0.2
+"""How often a worker looks for a leg on each of its queues."""
+
+_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
+_INSTALL_HINT = "install the fleet extra: pip install 'vnc-use[fleet]'"
+
+
+def queue_name(label: str) -> str:
+    """The DBOS queue of a label."""
+    if not _LABEL.match(label):
+        raise ConfigError(
+            f"label {label!r}: use letters, digits, '.', '_' and '-' (at most 63), e.g. "
+            "linux-chromium"
+        )
+    return f"vnc-use-{label}"
+
+
+def _dbos() -> Any:
+    try:
+        import dbos
+    except ImportError:
+        raise ConfigError(f"the fleet needs DBOS: {_INSTALL_HINT}") from None
+    return dbos
+
+
+def _sqlalchemy_url(url: str) -> str:
+    """DBOS takes a SQLAlchemy URL; psycopg 3 is the driver vnc-use already has."""
+    if url.startswith("postgres://"):
+        url = "postgresql://" + url[len("postgres://") :]
+    return url.replace("postgresql://", "postgresql+psycopg://", 1)
+
+
+def launch_worker(
+    url: str,
+    worker_id: str,
+    labels: list[str],
+    slots: int,
+    leg: Callable[[dict[str, Any]], dict[str, Any]],
+) -> None:
+    """Start DBOS in this process as executor ``worker_id``, taking legs of ``labels`` (at
+    most ``slots`` at once per queue) into ``leg``. DBOS recovers this executor's own legs
+    left PENDING by an earlier life of the same worker id."""
+    dbos = _dbos()
+    logging.getLogger("dbos").setLevel(logging.WARNING)
+    dbos.DBOS(
+        config={
+            "name": APP_NAME,
+            "system_database_url": _sqlalchemy_url(url),
+            "executor_id": worker_id,
+            "application_version": APP_VERSION,
+            "log_level": "WARNING",
+            "sys_db_pool_size": max(4, slots + 4),
+            "notification_listener_polling_interval_sec": 0.2,
+        }
+    )
+
+    def vnc_use_leg(payload: dict[str, Any]) -> dict[str, Any]:
+        return leg(payload)
+
+    dbos.DBOS.workflow(name=LEG_WORKFLOW, max_recovery_attempts=20)(vnc_use_leg)
+    names = [queue_name(label) for label in labels]
+    dbos.DBOS.listen_queues(names)
+    dbos.DBOS.launch()
+    for name in names:
+        dbos.DBOS.register_queue(
+            name,
+            worker_concurrency=slots,
+            polling_interval_sec=POLL_SECONDS,
+            on_conflict="always_update",
+        )
+
+
+def recover(worker_id: str) -> int:
+    """Hand the PENDING legs of dead executor ``worker_id`` back to their queues (DBOS's
+    workflow recovery); how many."""
+    dbos = _dbos()
+    return len(dbos.DBOS._recover_pending_workflows([worker_id]))
+
+
+def current_workflow_id() -> str:
+    """The id of the leg (DBOS workflow) running in this thread."""
+    return str(_dbos().DBOS.workflow_id)
+
+
+def shutdown() -> None:
+    """Stop DBOS in this process (legs still running stay PENDING for recovery)."""
+    _dbos().DBOS.destroy(workflow_completion_timeout_sec=0)
+
+
+def _require_queues(url: str) -> None:
+    """A database no worker has started on has no queues: say so in one line."""
+    from vnc_use.store import postgres
+
+    conn = postgres.connect(url, application_name="vnc-use fleet client")
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT to_regclass('dbos.workflow_status') IS NOT NULL AS ready")
+            row = cur.fetchone()
+    finally:
+        conn.close()
+    if not (row and row["ready"]):
+        raise ConfigError(
+            f"no worker has ever started on {postgres.redact(url)}: the fleet has no queues "
+            "yet; start one with 'vnc-use worker' (see docs/fleet.md)"
+        )
+
+
+class Enqueuer:
+    """Enqueue legs and wait for their outcome from any machine (a ``DBOSClient``)."""
+
+    def __init__(self, url: str) -> None:
+        dbos = _dbos()
+        _require_queues(url)
+        self._client = dbos.DBOSClient(
+            system_database_url=_sqlalchemy_url(url), application_name=APP_NAME
+        )
+
+    def enqueue(self, label: str, workflow_id: str, payload: dict[str, Any]) -> str:
+        options: Any = {
+            "workflow_name": LEG_WORKFLOW,
+            "queue_name": queue_name(label),
+            "workflow_id": workflow_id,
+            "app_version": APP_VERSION,
+        }
+        return str(self._client.enqueue(options, payload).get_workflow_id())
+
+    def result(self, workflow_id: str) -> dict[str, Any]:
+        """The leg's outcome, waiting until it has one (a recovered leg's, after its retry)."""
+        value = self._client.retrieve_workflow(workflow_id).get_result(polling_interval_sec=0.2)
+        return dict(value) if isinstance(value, dict) else {}
+
+    def pending(self, label: str | None = None) -> list[dict[str, Any]]:
+        """Legs queued or running, oldest first: workflow id, status, queue, executor."""
+        names = None if label is None else queue_name(label)
+        found = self._client.list_workflows(
+            status=["ENQUEUED", "PENDING"], name=LEG_WORKFLOW, queue_name=names
+        )
+        return [
+            {
+                "workflow_id": w.workflow_id,
+                "status": w.status,
+                "queue": w.queue_name,
+                "executor": w.executor_id,
+            }
+            for w in found
+        ]
+
+    def destroy(self) -> None:
+        self._client.destroy()

@@ -1,0 +1,87 @@
+"""``run/approve/deny/resume --fleet URL``: put a leg on the queue and wait for its outcome.
+
+A submitter needs only the database URL. The run's spec goes into the fleet's runs table
+(never a secret: names of variables only), the leg onto its label's queue; the outcome comes
+back through the database (the leg's result, the run's report), so nothing is shared with the
+workers but the database.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from vnc_use.errors import ConfigError
+from vnc_use.fleet.db import FleetDb, RunRow
+from vnc_use.fleet.queue import Enqueuer
+from vnc_use.record.folder import check_thread_id
+from vnc_use.status import RunStatus
+
+__all__ = ["DEFAULT_LABEL", "Submitter"]
+
+DEFAULT_LABEL = "default"
+
+
+class Submitter:
+    """Submit legs to the fleet at ``url``; :meth:`close` when done."""
+
+    def __init__(self, url: str) -> None:
+        self.db = FleetDb(url, application_name="vnc-use fleet client")
+        self.enqueuer = Enqueuer(url)
+
+    def close(self) -> None:
+        self.enqueuer.destroy()
+        self.db.close()
+
+    def __enter__(self) -> Submitter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def start(self, task: str, spec: dict[str, Any], label: str, thread_id: str | None) -> str:
+        """A new run; returns the workflow id of its first leg."""
+        if not task.strip():
+            raise ConfigError("the task is empty: say in plain words what the agent should do")
+        try:
+            tid = check_thread_id(thread_id or uuid.uuid4().hex[:12])
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        if not self.db.create_run(tid, label, task, spec):
+            raise ConfigError(f"run {tid!r} already exists in the fleet: give another --thread-id")
+        return self.enqueuer.enqueue(
+            label, f"{tid}-leg1", {"thread_id": tid, "action": "run", "task": task}
+        )
+
+    def answer(self, thread_id: str, action: str) -> str:
+        """The next leg of a run: ``approve``, ``deny`` or ``resume``; its workflow id."""
+        row = self.run(thread_id)
+        waiting = row.status == RunStatus.AWAITING_APPROVAL.value
+        if action in ("approve", "deny") and not waiting:
+            raise ConfigError(f"run {thread_id!r} is not waiting for an approval ({row.status})")
+        if action == "resume" and waiting:
+            raise ConfigError(
+                f"run {thread_id!r} waits for an approval: vnc-use approve|deny --fleet URL "
+                f"{thread_id}"
+            )
+        if action == "resume" and row.status in ("queued", "running"):
+            raise ConfigError(f"run {thread_id!r} is {row.status} already")
+        number = self.db.next_leg(thread_id, "queued")
+        return self.enqueuer.enqueue(
+            row.label, f"{thread_id}-leg{number}", {"thread_id": thread_id, "action": action}
+        )
+
+    def run(self, thread_id: str) -> RunRow:
+        row = self.db.run(thread_id)
+        if row is None:
+            raise ConfigError(f"no run {thread_id!r} in the fleet's database")
+        return row
+
+    def wait(self, workflow_id: str) -> dict[str, Any]:
+        """The outcome of the leg (following hand-overs of a draining worker)."""
+        while True:
+            outcome = self.enqueuer.result(workflow_id)
+            handed = outcome.get("handed_back")
+            if not handed:
+                return outcome
+            workflow_id = str(handed)

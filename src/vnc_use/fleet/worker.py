@@ -1,0 +1,310 @@
+"""``vnc-use worker``: a long-running process per desktop host that takes run legs from the
+fleet's queues (see :mod:`vnc_use.fleet`).
+
+- It owns desktops (:mod:`vnc_use.fleet.desktops`) and takes at most one leg per desktop
+  (DBOS's ``worker_concurrency``); a leg of a run pinned to another host's desktop (a run
+  whose worker died) connects there.
+- It heartbeats every :data:`HEARTBEAT_SECONDS` and holds its liveness lock; every
+  :data:`WATCH_SECONDS` it looks for dead workers (lock free: the process is gone; heartbeat
+  older than :data:`~vnc_use.fleet.db.DEAD_AFTER`: hung or unreachable), declares them dead
+  and hands their legs back to the queues with DBOS's recovery.
+- On SIGTERM (:meth:`Worker.drain`) it stops taking legs, lets each running leg finish its
+  step and checkpoint, and enqueues each one's continuation for another worker; then exits.
+- A run that pauses for a person ends its leg: it holds no worker and no desktop.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from vnc_use.errors import VncUseError
+from vnc_use.fleet import queue
+from vnc_use.fleet.db import FleetDb, RunRow
+from vnc_use.fleet.desktops import Desk, DesktopPool
+from vnc_use.fleet.leg import LegRequest, drive_leg, report_of, result_json
+from vnc_use.status import RunStatus
+
+__all__ = ["HEARTBEAT_SECONDS", "WATCH_SECONDS", "Worker", "WorkerOptions"]
+
+HEARTBEAT_SECONDS = 2.0
+WATCH_SECONDS = 1.0
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class WorkerOptions:
+    database: str
+    worker_id: str
+    labels: list[str]
+    runs_dir: Path
+    vnc: list[str] = field(default_factory=list)
+    local_desktops: int = 0
+    desktop_size: tuple[int, int] = (1280, 800)
+
+
+class Worker:
+    """One worker process (see the module's doc); :meth:`serve` until :meth:`drain`."""
+
+    def __init__(self, options: WorkerOptions, say: Callable[[str], None]) -> None:
+        self.options = options
+        self.say = say
+        self.pool = DesktopPool()
+        self.db: FleetDb | None = None
+        self.enqueuer: queue.Enqueuer | None = None
+        self.draining = threading.Event()
+        self.stopped = threading.Event()
+        self._agents: dict[str, Stoppable] = {}
+        self._legs = 0  # legs in this process now (DBOS workflows started, not returned)
+        self._lock = threading.Lock()
+
+    # -- life --------------------------------------------------------------------------------
+    def start(self) -> None:
+        o = self.options
+        for label in o.labels:
+            queue.queue_name(label)  # a bad label fails before anything starts
+        self.db = FleetDb(o.database, application_name=f"vnc-use worker {o.worker_id}")
+        if not self.db.hold_worker_lock(o.worker_id):
+            raise VncUseError(
+                f"worker {o.worker_id} is already running (its lock is held); give this one "
+                "another --worker-id"
+            )
+        for address in o.vnc:
+            self.pool.add_vnc(address)
+        for n in range(o.local_desktops):
+            root = o.runs_dir / ".fleet-desktops" / o.worker_id / f"desktop-{n + 1}"
+            self.pool.add_local(root, o.desktop_size)
+        with self.db.setup_lock():  # one worker at a time: LangGraph's migrations race
+            _set_up_storage(o.database, o.runs_dir)
+        self.db.register_worker(o.worker_id, o.labels, self.pool.snapshot(), socket.gethostname())
+        queue.launch_worker(o.database, o.worker_id, o.labels, len(self.pool.desks), self.leg)
+        self.enqueuer = queue.Enqueuer(o.database)  # after DBOS created its tables
+        for target in (self._heartbeats, self._watch):
+            threading.Thread(target=target, daemon=True, name=target.__name__).start()
+        desks = ", ".join(self.pool.snapshot()) or "none"
+        self.say(f"worker {o.worker_id}: labels {', '.join(o.labels)}; desktops {desks}")
+
+    def serve(self) -> None:
+        """Until drained: then wait for the running legs to hand back, and stop."""
+        self.draining.wait()
+        while True:
+            with self._lock:
+                if not self._legs:
+                    break
+            self.stopped.wait(0.2)
+        self.stop("stopped")
+
+    def drain(self) -> None:
+        """Stop taking legs; running legs end at their next step boundary and are handed
+        back (safe from a signal handler)."""
+        if self.draining.is_set():
+            return
+        self.draining.set()
+        threading.Thread(target=self._drain, daemon=True).start()
+
+    def _drain(self) -> None:
+        assert self.db is not None
+        self.db.set_worker_state(self.options.worker_id, "draining")
+        with self._lock:
+            agents = list(self._agents.values())
+        for agent in agents:
+            agent.request_stop()
+
+    def stop(self, state: str) -> None:
+        """Stop DBOS, say so in the database, give the desktops back (each step even when an
+        earlier one failed: the database may be gone)."""
+        steps = [queue.shutdown]
+        if self.db is not None:
+            db = self.db
+            steps += [lambda: db.set_worker_state(self.options.worker_id, state), db.close]
+        if self.enqueuer is not None:
+            steps.append(self.enqueuer.destroy)
+        steps.append(self.pool.close)
+        for step in steps:
+            try:
+                step()
+            except Exception as exc:  # e.g. DBOS never launched, the database is away
+                log.warning("stopping: %s", exc)
+        self.stopped.set()
+
+    # -- heartbeats and the watch over other workers -----------------------------------------
+    def _heartbeats(self) -> None:
+        assert self.db is not None
+        while not self.stopped.wait(HEARTBEAT_SECONDS):
+            try:
+                state = self.db.heartbeat(self.options.worker_id, self.pool.snapshot())
+            except Exception as exc:  # the database is away: try again
+                log.warning("heartbeat failed: %s", exc)
+                continue
+            if state == "dead":  # declared dead (hung too long): its legs went elsewhere
+                self.say(f"worker {self.options.worker_id} was declared dead; exiting")
+                os._exit(1)
+
+    def _watch(self) -> None:
+        while not self.stopped.wait(WATCH_SECONDS):
+            try:
+                self.watch_once()
+            except Exception as exc:
+                log.warning("watching the other workers failed: %s", exc)
+
+    def watch_once(self) -> list[str]:
+        """Declare dead workers dead and recover their legs; which ones this call did."""
+        assert self.db is not None
+        done = []
+        for worker_id in self.db.suspects(self.options.worker_id):
+            if self.db.declare_dead(worker_id):
+                count = queue.recover(worker_id)
+                self.say(f"worker {worker_id} is dead: {count} of its legs back on the queues")
+                done.append(worker_id)
+        for worker_id in self.db.recently_stopped(self.options.worker_id):
+            queue.recover(worker_id)  # mostly none: a leg taken as it stopped
+        return done
+
+    # -- legs ----------------------------------------------------------------------------
+    def leg(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """The DBOS workflow: one leg (see :mod:`vnc_use.fleet.leg`)."""
+        with self._lock:
+            self._legs += 1
+        try:
+            outcome = self._one_leg(payload)
+        finally:
+            with self._lock:
+                self._legs -= 1
+        if self.db is not None and not outcome.get("handed_back"):
+            self.db.count_leg(self.options.worker_id)
+        return outcome
+
+    def _one_leg(self, payload: dict[str, Any]) -> dict[str, Any]:
+        if payload.get("kind") == "eval":
+            return self._eval_leg(payload)
+        if self.draining.is_set():
+            return self._hand_back(payload, str(payload.get("action", "run")))
+        db = FleetDb(self.options.database, application_name="vnc-use fleet leg")
+        try:
+            return self._leg(db, payload)
+        finally:
+            db.close()
+
+    def _leg(self, db: FleetDb, payload: dict[str, Any]) -> dict[str, Any]:
+        tid = str(payload["thread_id"])
+        row = db.run(tid)
+        if row is None:
+            return {"status": "error", "error": f"no fleet run {tid!r}"}
+        desk = self._desk_for(row)
+        server = desk.server if desk is not None else str(row.desktop)
+        password = desk.password if desk is not None else None
+        try:
+            db.pin(tid, server, self.options.worker_id)
+            request = LegRequest(
+                payload, row.spec, server, password, self.options.runs_dir, self.options.database
+            )
+            try:
+                result = result_json(drive_leg(request, lambda a: self._running(tid, a)))
+            except VncUseError as exc:
+                result = {"status": "error", "thread_id": tid, "error": str(exc)}
+            except Exception as exc:  # a bug: the run stays resumable, the asker sees one line
+                log.exception("leg of run %s failed", tid)
+                error = f"internal error on worker {self.options.worker_id}: {exc!r}"
+                result = {"status": "error", "thread_id": tid, "error": error}
+        finally:
+            if desk is not None:
+                self.pool.give_back(desk)
+        db.finish_leg(tid, result["status"], result, report_of(self.options.runs_dir, tid))
+        if result["status"] == RunStatus.INTERRUPTED.value and self.draining.is_set():
+            return self._hand_back(payload, "resume")
+        return {"worker": self.options.worker_id, **result}
+
+    def _eval_leg(self, payload: dict[str, Any]) -> dict[str, Any]:
+        """A task of ``eval --fleet``: setup, agent and check on a desktop of ours."""
+        from vnc_use.fleet.evaluate import run_eval_leg
+
+        tid = str(payload["thread_id"])
+        outcome: dict[str, Any] = {"interrupted": True}
+        if not self.draining.is_set():
+            desk = self.pool.take(tid)
+            try:
+                desktop = desk.fresh()
+                stopper = _EvalStop()
+                self._running(tid, stopper)
+                try:
+                    outcome = run_eval_leg(
+                        payload, desktop, self.options.runs_dir, self.options.worker_id, stopper
+                    )
+                finally:
+                    self._running(tid, None)
+            finally:
+                self.pool.give_back(desk)
+        if outcome.get("interrupted"):  # drained: another worker does the task
+            assert self.enqueuer is not None
+            label = str(payload.get("label") or self.options.labels[0])
+            wid = self.enqueuer.enqueue(label, queue.current_workflow_id() + "-back", payload)
+            return {"handed_back": wid}
+        return outcome
+
+    def _desk_for(self, row: RunRow) -> Desk | None:
+        """The run's desktop if it is one of ours (waiting until it is free), a free one of
+        ours for a run not pinned yet; None for another host's desktop."""
+        if row.desktop is None or self.pool.owns(row.desktop):
+            return self.pool.take(row.thread_id, row.desktop)
+        return None
+
+    def _running(self, tid: str, agent: Stoppable | None) -> None:
+        with self._lock:
+            if agent is None:
+                self._agents.pop(tid, None)
+            else:
+                self._agents[tid] = agent
+                if self.draining.is_set():
+                    agent.request_stop()
+
+    def _hand_back(self, payload: dict[str, Any], action: str) -> dict[str, Any]:
+        """Enqueue the leg's continuation for another worker (this one drains)."""
+        assert self.enqueuer is not None
+        db = FleetDb(self.options.database, application_name="vnc-use fleet leg")
+        try:
+            tid = str(payload["thread_id"])
+            row = db.run(tid)
+            label = row.label if row is not None else self.options.labels[0]
+            number = db.next_leg(tid, "queued")
+        finally:
+            db.close()
+        nxt = {**payload, "action": action}
+        wid = self.enqueuer.enqueue(label, f"{tid}-leg{number}", nxt)
+        return {"status": "queued", "thread_id": tid, "handed_back": wid}
+
+
+def _set_up_storage(database: str, runs_dir: Path) -> None:
+    """Create the checkpoint and journal tables once, before any leg: legs starting together
+    would race on LangGraph's migrations."""
+    from vnc_use.store.storage import open_storage
+
+    storage = open_storage(database, runs_dir)
+    try:
+        _ = storage.checkpointer
+        storage.journal("-")
+    finally:
+        storage.close()
+
+
+class Stoppable(Protocol):
+    def request_stop(self) -> None: ...
+
+
+class _EvalStop:
+    """Stands for an eval task's agent among the running legs: a drain stops it."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self.runner: Any = None
+
+    def request_stop(self) -> None:
+        self.requested = True
+        if self.runner is not None:
+            self.runner.stop()
