@@ -416,8 +416,13 @@ def test_the_server_publishes_the_graphs_schemas(server: LangGraphDev) -> None:
     assert "task" in schemas["input_schema"]["properties"]
     assert "transcript" in schemas["output_schema"]["properties"]
     context = schemas["context_schema"]["properties"]
-    assert {"vnc_server", "vnc_password_env", "sensitive_names", "keep_screenshots"} <= set(context)
-    assert not [name for name in context if "password" in name and not name.endswith("_env")]
+    assert {"desktop", "tool_version", "sensitive_names", "keep_screenshots"} <= set(context)
+    (desktop,) = schemas["context_schema"]["$defs"].values()  # the DesktopTarget
+    assert {"vnc_server", "vnc_password_env", "rdp_server", "screen_region"} <= set(
+        desktop["properties"]
+    )
+    for names in (context, desktop["properties"]):
+        assert not [name for name in names if "password" in name and not name.endswith("_env")]
 
 
 @pytest.fixture
@@ -550,7 +555,7 @@ def test_eval_runs_its_tasks_as_threads_on_the_server(server: LangGraphDev, tmp_
         assert thread["metadata"]["task"] and thread["status"] == "idle"
         listed: Any = client.runs.list(r["thread_id"])
         context = listed[0]["kwargs"]["context"]
-        assert context["vnc_password_env"] == "VNC_PASSWORD_EVAL"
+        assert context["desktop"]["vnc_password_env"] == "VNC_PASSWORD_EVAL"
         assert (out / r["report"]).is_file() and r["report"].startswith("runs/")
     summary = json.loads((out / "summary.json").read_text())
     assert summary["passed"] == 3 and summary["server"] == server.url

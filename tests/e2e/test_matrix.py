@@ -20,8 +20,9 @@ Each door that takes model options is given every one its provider has, and
 that door (``--confirm`` in the run's record: it is vnc-use's own gate, never sent); doors
 that take none refuse them in one line with exit 2. One desktop with the probe serves every
 door but ``run-local``; each door runs once per provider (its outcome is shared by its cells).
-Cells that fail on main a63c5aa for the defects issue 29's ``spec`` branch fixes are marked
-``xfail(strict=True)``: when fixed they pass, and the mark goes.
+A cell that fails for a known defect is marked ``xfail(strict=True)``: when fixed it passes,
+and the mark goes (the ``spec`` branch fixed the local desktop for every provider and
+``--tool-version`` through ``run --server`` and ``eval``).
 """
 
 from __future__ import annotations
@@ -66,37 +67,14 @@ OPTION_DOORS = ("run-local", "run-vnc", "run-rdp", "run-server", "eval", "resume
 EVAL_REFUSES = {"--confirm"}
 """Options ``vnc-use eval`` does not take (it has --approve-all / --no-hitl)."""
 
-SPEC = "fixed by the spec branch"
-LOCAL_NEEDS_GEMINI = f"issue 29: the local desktop demands a Gemini key for every provider, {SPEC}"
+SPEC = "left for a later change"
 XFAIL_DOORS = {
-    ("anthropic", "run-local"): LOCAL_NEEDS_GEMINI,
-    ("openai", "run-local"): LOCAL_NEEDS_GEMINI,
-    ("openai-compatible", "run-local"): LOCAL_NEEDS_GEMINI,
     ("openai-compatible", "mcp"): (
-        f"issue 29: run_task has no base_url, so openai-compatible cannot run over MCP, {SPEC}"
+        "issue 29: run_task has no base_url argument; openai-compatible over MCP needs "
+        f"vnc-use mcp --base-url (this door gives none), {SPEC}"
     ),
 }
-XFAIL_OPTIONS = {
-    **{
-        (p, "run-local", o): LOCAL_NEEDS_GEMINI
-        for p, o in [
-            ("anthropic", "--tool-version"),
-            ("anthropic", "--keep-screenshots"),
-            ("anthropic", "--confirm"),
-            ("openai", "--tool-version"),
-            ("openai", "--keep-screenshots"),
-            ("openai", "--confirm"),
-            ("openai-compatible", "--dialect"),
-            ("openai-compatible", "--keep-screenshots"),
-            ("openai-compatible", "--confirm"),
-        ]
-    },
-    ("anthropic", "run-server", "--tool-version"): (
-        f"issue 29: run --server drops --tool-version (RunSpec has no field), {SPEC}"
-    ),
-    ("anthropic", "eval", "--tool-version"): f"issue 29: eval has no --tool-version, {SPEC}",
-    ("openai", "eval", "--tool-version"): f"issue 29: eval has no --tool-version, {SPEC}",
-}
+XFAIL_OPTIONS: dict[tuple[str, str, str], str] = {}
 
 
 # ----------------------------------------------------------------------------- fixtures
@@ -553,7 +531,8 @@ ALL_OPTIONS = [
 @pytest.mark.parametrize(
     ("door", "argv", "refused"),
     [
-        pytest.param("mcp", ["mcp", "--vnc", "127.0.0.1::5999"], ALL_OPTIONS, id="mcp"),
+        # mcp takes the model options (the defaults of run_task's runs), not --confirm
+        pytest.param("mcp", ["mcp", "--vnc", "127.0.0.1::5999"], ["--confirm", "type"], id="mcp"),
         pytest.param("replay", ["replay", "some-run"], ALL_OPTIONS, id="replay"),
         pytest.param("resume", ["resume", "some-run"], ALL_OPTIONS, id="resume"),
         pytest.param(

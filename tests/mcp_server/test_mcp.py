@@ -540,3 +540,47 @@ def test_only_the_mcp_server_module_imports_the_sdk() -> None:
             if any(n == "mcp" or n.startswith("mcp.") for n in names):
                 users.append(path.relative_to(root).as_posix())
     assert sorted(set(users)) == ["vnc_use/mcp_server/server.py"]
+
+
+@pytest.mark.desktop
+def test_tools_refuse_unknown_arguments_and_apply_the_screen_region(
+    probe: Probe, tmp_path: Path
+) -> None:
+    """Issue 29: every tool's input schema forbids unknown properties, and a misspelt
+    argument (``press enter``) is a one-line tool error with nothing done; ``--screen-region``
+    applies to the MCP session as to the other doors (screenshots of the region, clicks
+    offset into it)."""
+    w, h = probe.size
+    cx, cy = probe.canvas_point()
+    rw, rh = w // 2, h // 2
+    ox, oy = min(max(0, cx - rw // 2), w - rw), min(max(0, cy - rh // 2), h - rh)
+    params = StdioServerParameters(
+        command=CLI[0],
+        args=[
+            *CLI[1:],
+            *("mcp", "--vnc", probe.desktop.server, "--runs-dir", str(tmp_path)),
+            *("--screen-region", f"{rw}x{rh}+{ox}+{oy}"),
+        ],
+        env=_env(probe.desktop),
+    )
+
+    async def main() -> None:
+        async with Client(params) as c:
+            listed = (await c.list_tools()).tools
+            assert {t.name for t in listed} == TOOLS
+            assert all(t.input_schema.get("additionalProperties") is False for t in listed)
+            probe.log.clear()
+            typed = await c.call_tool("type_text", {"text": "never typed", "press enter": True})
+            assert typed.is_error and "\n" not in text_of(typed), text_of(typed)
+            assert "'press enter'" in text_of(typed) and "press_enter" in text_of(typed)
+            shot = await c.call_tool("screenshot", {})
+            assert not shot.is_error and png_of(shot).size == (rw, rh)
+            clicked = await c.call_tool("click", {"x": cx - ox, "y": cy - oy})
+            assert not clicked.is_error, text_of(clicked)
+            press = probe.log.wait_type("press")
+            assert (press["x"], press["y"]) == (cx, cy)
+            assert not probe.log.events("key") and not probe.log.events("submit")
+
+    anyio.run(main)
+    (record,) = tmp_path.glob("mcp-*/run.json")
+    assert json.loads(record.read_text())["screen_region"] == f"{rw}x{rh}+{ox}+{oy}"

@@ -25,11 +25,13 @@ interrupt except read state. A human answers with :data:`APPROVE` or :data:`DENY
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from vnc_use.actions import TABLES
-from vnc_use.agent.state import FunctionCallRecord
 from vnc_use.errors import ConfigError
+
+if TYPE_CHECKING:  # a type only: checking a run's settings needs no LangGraph
+    from vnc_use.agent.state import FunctionCallRecord
 
 Decision = Literal["approve", "deny"]
 APPROVE: Literal["approve"] = "approve"

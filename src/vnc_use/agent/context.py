@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vnc_use.actions.execute import DEFAULT_SEARCH_URL
-from vnc_use.agent.stall import DEFAULT_STALL_AFTER
+from vnc_use.agent import budgets
 from vnc_use.agent.state import CUAState
 from vnc_use.desktops.base import DEFAULT_QUIET_S, CaptureRule, Desktop
 from vnc_use.desktops.png import DEFAULT_MAX_PNG_BYTES, screen_size_of
@@ -25,11 +25,11 @@ from vnc_use.store.journal import Journal
 class AgentSettings:
     """Budgets and behaviour of a run (everything but the connections)."""
 
-    step_limit: int = 40
-    seconds_timeout: float = 300.0
-    hitl_mode: bool = True
-    include_initial_screenshot: bool = True
-    keep_screenshots: int = 3
+    step_limit: int = budgets.STEP_LIMIT
+    seconds_timeout: float = budgets.SECONDS_TIMEOUT
+    hitl_mode: bool = budgets.HITL_MODE
+    include_initial_screenshot: bool = budgets.INCLUDE_INITIAL_SCREENSHOT
+    keep_screenshots: int = budgets.KEEP_SCREENSHOTS
     search_url: str = DEFAULT_SEARCH_URL
     settle_min_s: float = 0.0
     settle_max_s: float = 1.0
@@ -45,7 +45,7 @@ class AgentSettings:
     confirm_actions: tuple[str, ...] = ()
     """Actions that always wait for a person's approval, whatever the model says (the approval
     policy, ``--confirm``): names of the action vocabulary, or ``"all"``."""
-    stall_after: int = DEFAULT_STALL_AFTER
+    stall_after: int = budgets.STALL_AFTER
     """Actions in a row that change nothing before the model is told it is stalled; a stall
     that goes on ends the run ``stuck`` (``--stall-after``; 0: off)."""
     max_cost: float | None = None

@@ -16,9 +16,9 @@ State (:class:`~vnc_use.agent.state.CUAState`) holds only JSON-able values and s
 
 One builder serves every use: :func:`build_graph` with the run's live parts bound
 (``VncUseAgent`` per invocation, the LangGraph Server factory per run) or without them (state
-reads, Studio, drawing). The graph's published context schema is the JSON-only
-:class:`~vnc_use.agent.spec.RunSpec` (what a server client sends); the nodes are handed the
-bound :class:`AgentContext` instead.
+reads, Studio, drawing). The graph's published context schema is the one its host gives
+(the served graph: the JSON-only :class:`~vnc_use.runs.spec.RunSpec`, what a server client
+sends); the nodes are handed the bound :class:`AgentContext` instead.
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ from vnc_use.agent import approval as safety
 from vnc_use.agent.act import act
 from vnc_use.agent.context import AgentContext, AgentSettings
 from vnc_use.agent.nodes import hitl_gate, observe, propose
-from vnc_use.agent.spec import RunSpec
 from vnc_use.agent.state import CUAState
 from vnc_use.errors import ConfigError
 from vnc_use.status import FINAL
@@ -88,19 +87,22 @@ def _bound(
     return node
 
 
-Graph = StateGraph[CUAState, RunSpec, CUAState, CUAState]
+Graph = StateGraph[CUAState, Any, CUAState, CUAState]
 
 
 def build_graph(
-    live: AgentContext | None = None, on_start: Callable[[CUAState], None] | None = None
+    live: AgentContext | None = None,
+    on_start: Callable[[CUAState], None] | None = None,
+    context_schema: type[Any] | None = None,
 ) -> Graph:
     """The agent's graph, uncompiled; its nodes act with ``live`` (the run's desktop, model,
     run folder and journal). Without it, the same topology for state reads and drawing.
 
     ``on_start(state)`` is called once when a new run's input (its task) enters the graph,
     before any node: a host that does not see the input itself (the LangGraph Server factory)
-    records the run's start there. It changes nothing in the topology."""
-    g: Graph = StateGraph(CUAState, context_schema=RunSpec)
+    records the run's start there. It changes nothing in the topology. ``context_schema`` is
+    the schema the graph publishes for its context (the served graph's: the run spec)."""
+    g: Graph = StateGraph(CUAState, context_schema=context_schema)
     start = _bound(route_start, live)
     if on_start is not None:
         routed = start

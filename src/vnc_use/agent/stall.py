@@ -24,9 +24,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from vnc_use.agent import budgets
+
 __all__ = ["DEFAULT_STALL_AFTER", "NEAR", "STALL_TOLERANCE", "StallCheck", "observe"]
 
-DEFAULT_STALL_AFTER = 4
+DEFAULT_STALL_AFTER = budgets.STALL_AFTER
 """Actions in a row that change nothing before the model is told (``--stall-after``)."""
 STALL_TOLERANCE = 0.02
 """Percent of the screen's cells (3 of the 160x100) that may differ while the screen still

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from vnc_use.errors import ConfigError
-from vnc_use.providers.pricing import parse_price
 from vnc_use.status import RunStatus
 
 EXIT_DONE, EXIT_ERROR, EXIT_USAGE, EXIT_AWAITING, EXIT_DENIED, EXIT_BUDGET = 0, 1, 2, 3, 4, 5
@@ -56,44 +54,4 @@ def add_video_options(p: argparse.ArgumentParser) -> None:
         default=10.0,
         metavar="N",
         help="the video's highest frame rate; frames only when the screen changes (default 10)",
-    )
-
-
-def positive_usd(text: str) -> float:
-    """An amount of USD above 0 (``--max-cost``)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an amount of USD") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text} must be a positive amount of USD")
-    return value
-
-
-def price_arg(text: str) -> tuple[float, float]:
-    """``INPUT/OUTPUT``, USD per million tokens (``--price``)."""
-    try:
-        return parse_price(text)
-    except ConfigError as exc:
-        raise argparse.ArgumentTypeError(str(exc).removeprefix(f"--price {text!r}: ")) from None
-
-
-def add_cost_options(p: argparse.ArgumentParser) -> None:
-    """``--max-cost`` and ``--price``: the run's cost cap and the model's price."""
-    p.add_argument(
-        "--max-cost",
-        type=positive_usd,
-        default=None,
-        metavar="USD",
-        help="stop the run (status cost_limit, exit 5) before a model call once its cost "
-        "reached this; resume --max-cost HIGHER continues it",
-    )
-    p.add_argument(
-        "--price",
-        type=price_arg,
-        default=None,
-        metavar="INPUT/OUTPUT",
-        help="the model's price in USD per million input and output tokens, e.g. 1.25/10 "
-        "(default: vnc-use's price table; a model not in it costs 'unknown', a local "
-        "openai-compatible model 0)",
     )

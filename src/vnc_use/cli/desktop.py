@@ -1,7 +1,8 @@
 """``vnc-use desktop up|status|down`` and ``vnc-use view``: the local desktop and its live view.
 
-Also the helpers ``vnc-use run`` uses: :func:`use_local_desktop` (no ``--vnc``: the managed
-desktop, started when needed), :func:`managed_password` and :func:`live_view_for_run`.
+Also the helpers ``vnc-use run`` uses: :func:`live_view_for_run`, :func:`notice_stream` and
+:func:`local_desktop_left` (the run's desktop itself is reached by
+:func:`vnc_use.desktops.target.reach`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from vnc_use import config
 from vnc_use.cli import rdp as rdp_commands
 from vnc_use.cli.common import EXIT_DONE, EXIT_ERROR
 from vnc_use.desktops.local import BROWSERS, ENV_STATE_DIR, DesktopState, LocalDesktop, parse_size
+from vnc_use.desktops.target import ReachedDesktop, managed_password
 from vnc_use.errors import ConfigError
 
 __all__ = [
@@ -27,9 +29,10 @@ __all__ = [
     "command_up",
     "command_view",
     "live_view_for_run",
+    "local_desktop_left",
     "managed_password",
+    "notice_stream",
     "register",
-    "use_local_desktop",
 ]
 
 #: The live view's preferred port (noVNC's usual one); a free port is used when it is taken.
@@ -180,37 +183,45 @@ def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
-def _view_target(args: argparse.Namespace) -> tuple[str, int, str, bool, str]:
-    """``(host, port, password, enforced, what)`` for the live view of ``view``/``run --view``.
+def _view_target(
+    args: argparse.Namespace, reached: ReachedDesktop | None = None
+) -> tuple[str, int, str, bool, str]:
+    """``(host, port, password, enforced, what)`` for the live view of ``view``/``run --view``
+    (``reached``: the run's desktop).
 
     ``enforced`` tells whether a view-only view is enforced by the VNC server.
     """
     from vnc_use.desktops.address import parse_server
 
     interactive = bool(getattr(args, "interactive", False))
-    if args.vnc:
-        host, port = parse_server(args.vnc)
+    if reached is not None and reached.view_password:  # the managed desktop, a bridge
+        host, port = parse_server(reached.server)
+        password = reached.password if interactive else reached.view_password
+        return host, port, password or reached.view_password, True, ""
+    server = reached.server if reached is not None else args.vnc
+    if server:
+        host, port = parse_server(server)
         desk = LocalDesktop(getattr(args, "state_dir", None))
-        if desk.password_for(args.vnc) is not None:  # the managed desktop, by its address
+        if desk.password_for(server) is not None:  # the managed desktop, by its address
             creds = desk.credentials()
             return host, port, creds.password if interactive else creds.view_password, True, ""
-        bridge = getattr(args, "bridge_passwords", None) or _kept_bridge_passwords(args.vnc)
-        if bridge:  # an RDP bridge (this run's, or the kept one): its Xvnc enforces view-only
+        bridge = _kept_bridge_passwords(server)
+        if bridge:  # the kept RDP bridge: its Xvnc enforces view-only
             return host, port, bridge[0] if interactive else bridge[1], True, ""
         view_pw = config.vnc_view_password()
-        full = getattr(args, "vnc_password", None) or config.vnc_password()
+        full = (reached.password if reached is not None else None) or config.vnc_password()
         if not interactive and view_pw:
             return host, port, view_pw, True, ""
         if not full:
             raise ConfigError(
-                f"the live view of {args.vnc} needs its password: set VNC_VIEW_PASSWORD "
+                f"the live view of {server} needs its password: set VNC_VIEW_PASSWORD "
                 "(a view-only password) or VNC_PASSWORD"
             )
-        return host, port, full, interactive, args.vnc
+        return host, port, full, interactive, server
     desk = _desktop(args)
     state, started = desk.up()
     if started:
-        print(f"local desktop started at {_describe(state)}", file=_stream(args))
+        print(f"local desktop started at {_describe(state)}", file=notice_stream(args))
     creds = desk.credentials()
     password = creds.password if interactive else creds.view_password
     return "127.0.0.1", state.port, password, True, ""
@@ -249,7 +260,7 @@ def _start_view(args: argparse.Namespace, host: str, port: int, password: str) -
     return LiveView(host, port, password, interactive=interactive, port=wanted, novnc_dir=novnc)
 
 
-def _stream(args: argparse.Namespace) -> TextIO:
+def notice_stream(args: argparse.Namespace) -> TextIO:
     """Where notices go: stdout, or stderr when ``--json`` keeps stdout for JSON lines."""
     return sys.stderr if getattr(args, "json", False) else sys.stdout
 
@@ -286,54 +297,24 @@ def command_view(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- for `run`
 
 
-def managed_password(server: str | None, desk: LocalDesktop | None = None) -> str | None:
-    """The managed desktop's full password when ``server`` is its address (or the kept RDP
-    bridge's password when it is that bridge's), else None."""
-    if not server:
-        return None
-    from vnc_use.desktops.rdp_kept import KeptRdpBridge
-
-    return (desk or LocalDesktop()).password_for(server) or KeptRdpBridge().password_for(server)
-
-
-def use_local_desktop(args: argparse.Namespace) -> None:
-    """``run`` without ``--vnc``: start or reuse the local desktop and aim the run at it.
-
-    Its password then comes from :func:`managed_password` (approve/deny/resume keep the
-    address saved with the run, so they reach the same desktop while it runs).
-    """
-    if args.vnc or getattr(args, "command", None) != "run":
-        return
-    desk = LocalDesktop()
-    if not config.gemini_api_key():  # a run cannot start without a key: start no desktop for it
-        status = desk.status()
-        where = (
-            f"the local desktop at {status.state.server} is running and was left as it is"
-            if status.running and status.state is not None
-            else "the local desktop was not started"
-        )
-        raise ConfigError(f"No Gemini API key: set GOOGLE_API_KEY (or GEMINI_API_KEY); {where}")
-    state, started = desk.up()
-    args.vnc = state.server
-    if not getattr(args, "quiet", False):
-        what = "started" if started else "running"
-        print(
-            f"local desktop ({what}): {_describe(state)}; watch it with: vnc-use view",
-            file=_stream(args),
-            flush=True,
-        )
+def local_desktop_left() -> str:
+    """What became of the local desktop when a run could not start (its model not ready)."""
+    status = LocalDesktop().status()
+    if status.running and status.state is not None:
+        return f"the local desktop at {status.state.server} is running and was left as it is"
+    return "the local desktop was not started"
 
 
 @contextlib.contextmanager
-def live_view_for_run(args: argparse.Namespace) -> Iterator[None]:
+def live_view_for_run(args: argparse.Namespace, reached: ReachedDesktop) -> Iterator[None]:
     """``run --view``: a view-only live view of the run's desktop while the run lasts."""
     if not getattr(args, "view", False):
         yield
         return
-    host, port, password, enforced, server = _view_target(args)
+    host, port, password, enforced, server = _view_target(args, reached)
     view = _start_view(args, host, port, password).start()
     try:
-        stream = _stream(args)
+        stream = notice_stream(args)
         _print_view(view, False, enforced, server, stream)
         stream.flush()
         yield

@@ -20,20 +20,23 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vnc_use import config
 from vnc_use.cli import fleet as fleet_commands
-from vnc_use.cli import rdp as rdp_commands
-from vnc_use.cli.common import (
-    EXIT_DONE,
-    EXIT_ERROR,
-    EXIT_INTERRUPTED,
-    add_cost_options,
-    add_video_options,
+from vnc_use.cli.common import EXIT_DONE, EXIT_ERROR, EXIT_INTERRUPTED, add_video_options
+from vnc_use.cli.options import (
+    add_budget_options,
+    add_model_options,
+    add_rdp_options,
+    desktop_target,
 )
+from vnc_use.cli.spec import eval_spec
 from vnc_use.desktops.local import parse_size
 from vnc_use.errors import ConfigError
+
+if TYPE_CHECKING:
+    from vnc_use.runs.spec import RunSpec
 
 __all__ = ["command", "register"]
 
@@ -71,7 +74,7 @@ def register(sub: Any) -> None:
         "password from VNC_PASSWORD)",
     )
     p.add_argument("--size", default="1280x800", metavar="WxH", help="local desktops' size")
-    rdp_commands.add_options(
+    add_rdp_options(
         p, default_help="one desktop, the tasks one at a time on it (setup and check run here)"
     )
     p.add_argument(
@@ -101,27 +104,16 @@ def register(sub: Any) -> None:
     hitl.add_argument(
         "--approve-all", action="store_true", help="approve every action that asks for it"
     )
-    p.add_argument("--step-limit", type=_positive_int, default=15, metavar="N")
-    p.add_argument("--timeout", type=float, default=300.0, metavar="S", help="seconds per task")
-    p.add_argument(
-        "--stall-after",
-        type=int,
-        default=None,
-        metavar="N",
-        help="per task run: tell the model when its last N actions changed nothing, stop it as "
-        "stuck if it goes on; 0: off (default 4)",
+    add_budget_options(
+        p,
+        step_limit=15,
+        step_type=_positive_int,
+        timeout_help="seconds per task (default 300)",
+        stall_help="per task run: tell the model when its last N actions changed nothing, stop "
+        "it as stuck if it goes on; 0: off (default 4)",
+        stall_type=int,
     )
-    add_cost_options(p)
-    p.add_argument("--provider", default=None, metavar="NAME")
-    p.add_argument("--model", default=None)
-    p.add_argument("--base-url", default=None, metavar="URL")
-    p.add_argument("--dialect", default=None, metavar="NAME")
-    p.add_argument("--environment", choices=("browser", "desktop"), default=None)
-    p.add_argument("--model-family", default=None, metavar="NAME")
-    p.add_argument("--keep-browser-actions", action="store_true")
-    p.add_argument("--api-version", default=None, metavar="VERSION")
-    p.add_argument("--keep-screenshots", type=int, default=None, metavar="N")
-    p.add_argument("--exclude", nargs="+", default=[], metavar="NAME", help="actions to forbid")
+    add_model_options(p)
     p.add_argument("--quiet", action="store_true", help="print only the summary")
     add_video_options(p)
     fleet_commands.add_fleet_options(p, run=True)
@@ -136,33 +128,14 @@ def _task_file(args: argparse.Namespace) -> Any:
     return load_tasks(args.tasks or suite_path(args.suite), only=args.only)
 
 
-def _agent_options(args: argparse.Namespace) -> dict[str, Any]:
-    options: dict[str, Any] = {
-        "provider": args.provider,
-        "model": args.model,
-        "base_url": args.base_url,
-        "dialect": args.dialect,
-        "environment": args.environment,
-        "model_family": args.model_family,
-        "keep_browser_actions": args.keep_browser_actions,
-        "api_version": args.api_version,
-        "keep_screenshots": args.keep_screenshots,
-        "excluded_actions": args.exclude or None,
-        "video": not args.no_video,
-        "video_fps": args.video_fps,
-        "stall_after": args.stall_after,
-        "max_cost": args.max_cost,
-        "price": list(args.price) if args.price else None,
-    }
-    return {k: v for k, v in options.items() if v is not None}
-
-
-def _slots(args: argparse.Namespace, out: Path) -> list[Any]:
+def _slots(args: argparse.Namespace, spec: RunSpec, out: Path) -> list[Any]:
     from vnc_use.evaluation.desktops import LocalSlot, VncSlot
 
-    rdp = rdp_commands.options_from(args, None)  # refuses --vnc with --rdp
-    if rdp is not None:
+    if args.rdp:
         from vnc_use.evaluation.rdp import RdpSlot
+
+        if args.vnc:
+            raise ConfigError("--vnc and --rdp were both given; a run uses one desktop")
 
         if args.server:
             raise ConfigError(
@@ -171,7 +144,8 @@ def _slots(args: argparse.Namespace, out: Path) -> list[Any]:
             )
         if args.desktops > 1:
             raise ConfigError("--rdp is one desktop (tasks run one at a time); drop --desktops")
-        return [RdpSlot(rdp, config.rdp_password(), out.resolve() / "logs" / "freerdp.log")]
+        target = desktop_target(args, spec.desktop)  # the RDP password: the variable it names
+        return [RdpSlot(target, out.resolve() / "logs" / "freerdp.log")]
     if args.vnc:
         password = config.vnc_password() or None
         return [VncSlot(f"vnc-{i + 1}", addr, password) for i, addr in enumerate(args.vnc)]
@@ -196,30 +170,21 @@ def _slots(args: argparse.Namespace, out: Path) -> list[Any]:
     ]
 
 
-def _runner(args: argparse.Namespace, out: Path) -> Any:
+def _runner(args: argparse.Namespace, spec: RunSpec, out: Path) -> Any:
     """Where the agent runs: in this process, or on ``--server`` (its key is the server's)."""
     from vnc_use.evaluation.runner import AgentRunner
-    from vnc_use.providers.registry import make_planner
 
-    options = _agent_options(args)
-    budgets: dict[str, Any] = {
-        "step_limit": args.step_limit,
-        "seconds_timeout": args.timeout,
-        "approve_all": args.approve_all,
-    }
     if args.server:
         from vnc_use.evaluation.served import ServerRunner
 
         runs_dir = str(out.resolve() / "runs")  # on the server's machine
-        runner = ServerRunner(
-            args.server, runs_dir, options, password_env=args.vnc_password_env, **budgets
-        )
+        runner = ServerRunner(args.server, runs_dir, spec)
         runner.check()  # an unreachable server fails before any desktop starts
         return runner
-    planner_keys = ("provider", "model", "base_url", "dialect", "environment", "model_family")
-    chosen: dict[str, Any] = {k: options.get(k) for k in planner_keys}
-    make_planner(**chosen).check_ready()  # a missing key fails before any desktop starts
-    return AgentRunner(out / "runs", options, **budgets)
+    from vnc_use.runs.open import open_planner
+
+    open_planner(spec, ready=True)  # a missing key fails before any desktop starts
+    return AgentRunner(out / "runs", spec)
 
 
 class _Display:
@@ -307,17 +272,16 @@ def command(args: argparse.Namespace) -> int:
     from vnc_use.evaluation.suite import Evaluation
 
     if args.fleet:  # each task a leg on the fleet's queue
-        return fleet_commands.eval_command(
-            args, _task_file(args), _agent_options(args), _print_summary
-        )
+        return fleet_commands.eval_command(args, _task_file(args), eval_spec(args), _print_summary)
     tasks = _task_file(args)
     out = Path(args.out)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"cannot create --out {out} ({exc.strerror}); choose another") from None
-    slots = _slots(args, out)  # refuses options that do not go together, starts nothing
-    runner = _runner(args, out)
+    spec = eval_spec(args)
+    slots = _slots(args, spec, out)  # refuses options that do not go together, starts nothing
+    runner = _runner(args, spec, out)
     evaluation = Evaluation(tasks, out, slots, runner, repeat=args.repeat)
     planned, pending = len(evaluation.planned), len(evaluation.pending())
     if pending < planned and not args.quiet:

@@ -13,11 +13,14 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vnc_use import config
 from vnc_use.cli.common import EXIT_CODES, EXIT_DONE, EXIT_ERROR
 from vnc_use.errors import ConfigError
+
+if TYPE_CHECKING:  # the spec pulls in LangGraph: imported when a command builds one
+    from vnc_use.runs.spec import RunSpec
 
 __all__ = ["add_fleet_options", "command", "register", "report_command", "runs_command"]
 
@@ -71,33 +74,19 @@ def _spec(args: argparse.Namespace) -> dict[str, Any]:
         )
     if getattr(args, "view", False) or args.reconnect_window is not None:
         raise ConfigError("--view and --reconnect-window cannot apply with --fleet: drop them")
-    from vnc_use.agent.spec import RunSpec
+    from vnc_use.cli.options import budget_fields, model_fields, video_fields
+    from vnc_use.runs.spec import RunSpec
 
     spec = RunSpec(
-        provider=args.provider,
-        model=args.model,
-        model_family=args.model_family,
-        environment=args.environment,
-        base_url=args.base_url,
-        dialect=args.dialect,
-        api_version=args.api_version,
-        keep_browser_actions=args.keep_browser_actions,
-        step_limit=args.step_limit,
-        seconds_timeout=args.timeout,
+        **model_fields(args),
+        **budget_fields(args),
+        **video_fields(args),
         hitl_mode=not args.no_hitl,
         include_initial_screenshot=not args.no_initial_screenshot,
-        keep_screenshots=args.keep_screenshots,
         confirm_actions=list(args.confirm),
-        excluded_actions=list(args.exclude),
         sensitive_names=list(args.sensitive),
         lease_timeout=args.lease_timeout,
-        video=not args.no_video,
-        video_fps=args.video_fps,
-        max_cost=args.max_cost,
-        price=list(args.price) if args.price else None,
     )
-    if args.stall_after is not None:
-        spec.stall_after = args.stall_after
     spec.check()
     return spec.to_json()
 
@@ -250,11 +239,12 @@ def status_command(args: argparse.Namespace) -> int:
 def eval_command(
     args: argparse.Namespace,
     tasks: Any,
-    options: dict[str, Any],
+    spec: RunSpec,
     print_summary: Callable[[dict[str, Any], Path], None],
 ) -> int:
     """``vnc-use eval TASKS --fleet URL``: every task run a leg on the fleet's queue
-    (``tasks``, the agent's ``options`` and how to print the summary come from ``eval``)."""
+    (``tasks``, the run ``spec`` every task shares and how to print the summary come from
+    ``eval``)."""
     from vnc_use.evaluation.suite import Evaluation
     from vnc_use.fleet.evaluate import FleetRunner, run_fleet_eval
     from vnc_use.fleet.queue import queue_name
@@ -273,14 +263,8 @@ def eval_command(
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"cannot create --out {out} ({exc.strerror}); choose another") from None
-    evaluation = Evaluation(tasks, out, [], FleetRunner(url, options), repeat=args.repeat)
-    leg = {
-        "options": options,
-        "step_limit": args.step_limit,
-        "seconds_timeout": args.timeout,
-        "approve_all": args.approve_all,
-        "label": label,
-    }
+    evaluation = Evaluation(tasks, out, [], FleetRunner(url, spec), repeat=args.repeat)
+    leg = {"spec": spec.to_json(), "label": label}
 
     def show(result: Any) -> None:
         if not args.quiet:

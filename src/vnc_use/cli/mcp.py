@@ -8,18 +8,24 @@ token: ``VNC_USE_MCP_TOKEN`` when set, else a new one printed once.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import secrets
 import signal
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
 from vnc_use import config
-from vnc_use.cli import rdp as rdp_commands
 from vnc_use.cli.common import EXIT_DONE, add_runs_dir, add_video_options
+from vnc_use.cli.options import (
+    add_budget_options,
+    add_connection_options,
+    add_model_options,
+    add_rdp_options,
+    add_screen_region,
+)
+from vnc_use.cli.spec import mcp_spec
+from vnc_use.desktops.target import ReachedDesktop, reach
 from vnc_use.errors import ConfigError
 
 __all__ = ["DEFAULT_PORT", "command", "register"]
@@ -56,65 +62,32 @@ def register(sub: Any) -> None:
         metavar="N",
         help=f"HTTP port on 127.0.0.1 (default {DEFAULT_PORT}; 0: a free one)",
     )
-    p.add_argument("--vnc-user", default=None, metavar="USER", help="default: VNC_USERNAME")
-    p.add_argument("--vnc-ca", default=None, metavar="FILE", help="CA of the server's TLS cert")
-    rdp_commands.add_options(
-        p, default_help="instead of --vnc; the bridge lives as long as the server"
+    add_connection_options(
+        p, user_help="default: VNC_USERNAME", ca_help="CA of the server's TLS cert"
     )
+    add_screen_region(p)
+    add_rdp_options(p, default_help="instead of --vnc; the bridge lives as long as the server")
+    add_model_options(p)
+    add_budget_options(p, timeout_help="seconds budget of a run_task run")
     add_runs_dir(p)
     add_video_options(p)
     p.set_defaults(func=command)
 
 
-def _target(args: argparse.Namespace, bridge: Any) -> Any:
-    from vnc_use.cli.desktop import managed_password
-    from vnc_use.mcp_server.session import VncTarget
-
-    if bridge is not None:
-        kw = rdp_commands.agent_kwargs(bridge)
-        return VncTarget(
-            server=kw["vnc_server"],
-            password=kw["vnc_password"],
-            keyboard=kw["keyboard"],
-            rdp=kw["rdp"],
-            lost_reason=kw["lost_reason"],
-        )
-    from vnc_use.desktops.local import LocalDesktop
-
-    server = args.vnc
-    if server is None:
-        state, started = LocalDesktop().up()
-        server = state.server
-        what = "started" if started else "running"
-        print(f"vnc-use mcp: local desktop ({what}) at {server}", file=sys.stderr, flush=True)
-    password = managed_password(server) or config.vnc_password()
-    return VncTarget(
-        server=server,
-        password=password,
-        username=args.vnc_user or config.vnc_username(),
-        ca_file=args.vnc_ca,
-    )
-
-
-@contextlib.contextmanager
-def _bridge(args: argparse.Namespace, thread_id: str) -> Iterator[Any]:
-    """The RDP bridge of ``--rdp`` (None without it), up while the server serves; its
-    FreeRDP log goes to the session's run folder."""
-    options = rdp_commands.options_from(args, None)
-    if options is None:
-        yield None
-        return
-    log_path = Path(args.runs_dir) / thread_id / "freerdp.log"
-    with rdp_commands.open_bridge(options, log_path) as bridge:
-        rdp = bridge.describe()
+def _announce(reached: ReachedDesktop) -> None:
+    """On stderr (stdout may be the protocol): the local desktop, or the RDP bridge."""
+    if "started" in reached.extra:
+        what = "started" if reached.extra["started"] else "running"
+        print(f"vnc-use mcp: local desktop ({what}) at {reached.server}", file=sys.stderr)
+    if reached.rdp:
+        rdp = reached.rdp
         cert = f"; certificate SHA-256 {rdp['cert_sha256']} ({rdp.get('cert_trust')})"
         print(
-            f"vnc-use mcp: {rdp['label']} bridged at {bridge.server}"
+            f"vnc-use mcp: {rdp['label']} bridged at {reached.server}"
             + (cert if rdp.get("cert_sha256") else ""),
             file=sys.stderr,
-            flush=True,
         )
-        yield bridge
+    sys.stderr.flush()
 
 
 def command(args: argparse.Namespace) -> int:
@@ -124,7 +97,7 @@ def command(args: argparse.Namespace) -> int:
 
     if args.vnc is not None:
         parse_server(args.vnc)  # a malformed address fails before anything starts
-    rdp_commands.options_from(args, None)  # so does a bad --rdp
+    spec = mcp_spec(args)  # so does a bad --rdp, --screen-region or model option
     if args.transport == "http" and not 0 <= args.port <= 65535:
         raise ConfigError(f"--port {args.port}: use 0..65535")
     try:
@@ -136,10 +109,12 @@ def command(args: argparse.Namespace) -> int:
     from vnc_use.mcp_server.session import new_session_id
 
     thread_id = new_session_id()
+    log_path = Path(args.runs_dir) / thread_id / "freerdp.log"
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)  # a host stopping the server
     try:
-        with _bridge(args, thread_id) as bridge:
-            _serve(args, mcp_server, _target(args, bridge), thread_id)
+        with reach(spec.desktop, log_path=log_path) as reached:
+            _announce(reached)
+            _serve(args, mcp_server, reached, thread_id, spec)
     except KeyboardInterrupt:
         pass
     finally:
@@ -147,7 +122,9 @@ def command(args: argparse.Namespace) -> int:
     return EXIT_DONE
 
 
-def _serve(args: argparse.Namespace, mcp_server: Any, target: Any, thread_id: str) -> None:
+def _serve(
+    args: argparse.Namespace, mcp_server: Any, target: Any, thread_id: str, spec: Any
+) -> None:
     from vnc_use.mcp_server.session import DesktopSession
 
     secret_values = config.secret_values()  # RDP_PASSWORD among them
@@ -156,8 +133,9 @@ def _serve(args: argparse.Namespace, mcp_server: Any, target: Any, thread_id: st
         args.runs_dir,
         secrets=secret_values,
         thread_id=thread_id,
-        video=not args.no_video,
-        video_fps=args.video_fps,
+        spec=spec,
+        video=spec.video,
+        video_fps=spec.video_fps,
     )
     server = mcp_server.build_server(session)
     try:

@@ -6,6 +6,7 @@ import argparse
 import json
 import signal
 import sys
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,18 +18,19 @@ from vnc_use import config
 from vnc_use.cli import desktop as desktop_commands
 from vnc_use.cli import fleet as fleet_commands
 from vnc_use.cli import progress
-from vnc_use.cli import rdp as rdp_commands
 from vnc_use.cli import server as server_commands
 from vnc_use.cli.ask import ask_approval
-from vnc_use.cli.common import (
-    EXIT_CODES,
-    EXIT_ERROR,
-    add_cost_options,
-    add_runs_dir,
-    add_video_options,
-    positive_usd,
+from vnc_use.cli.common import EXIT_CODES, EXIT_ERROR, add_runs_dir, add_video_options
+from vnc_use.cli.options import (
+    add_budget_options,
+    add_connection_options,
+    add_max_cost,
+    add_model_options,
+    add_rdp_options,
+    add_screen_region,
 )
-from vnc_use.desktops.region import ScreenRegion
+from vnc_use.cli.spec import run_spec, saved_run_spec
+from vnc_use.desktops.target import ReachedDesktop, reach
 from vnc_use.errors import ConfigError
 from vnc_use.providers.pricing import format_cost
 from vnc_use.replay.compare import DEFAULT_TOLERANCE
@@ -37,6 +39,7 @@ from vnc_use.store.lease import DEFAULT_LEASE_TIMEOUT
 if TYPE_CHECKING:  # langgraph is imported when a run starts, not before (an RDP bridge
     # reports an unreachable server within --connect-timeout of the command starting)
     from vnc_use.agent.state import RunResult
+    from vnc_use.runs.spec import RunSpec
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -55,27 +58,7 @@ def _common(p: argparse.ArgumentParser) -> None:
         help="how long to wait for a lost VNC server to come back before the run ends as an "
         "error (resumable); default 30 (not with --server)",
     )
-    p.add_argument(
-        "--vnc-user",
-        default=None,
-        metavar="USER",
-        help="user name for servers that log in with one (macOS Screen Sharing, VeNCrypt "
-        "Plain such as wayvnc); default: the VNC_USERNAME environment variable",
-    )
-    p.add_argument(
-        "--vnc-ca",
-        default=None,
-        metavar="FILE",
-        help="PEM file of the CA that signed the VNC server's TLS certificate (VeNCrypt X509 "
-        "types); default: the system's trust store",
-    )
-    p.add_argument(
-        "--connect-timeout",
-        type=_positive_seconds,
-        default=None,
-        metavar="S",
-        help="seconds to wait for the VNC connection and handshake (default 5)",
-    )
+    add_connection_options(p)
     p.add_argument(
         "--checkpointer",
         default=None,
@@ -99,16 +82,6 @@ def _common(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text} must be a positive number of seconds")
-    return value
-
-
 def _non_negative_seconds(text: str) -> float:
     try:
         value = float(text)
@@ -116,16 +89,6 @@ def _non_negative_seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
     if not value >= 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"{text} must be 0 or more seconds")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text} must be 0 or more")
     return value
 
 
@@ -138,69 +101,19 @@ def register(sub: Any) -> None:
         metavar="HOST::PORT",
         help="VNC server address (default: the local desktop, started when needed)",
     )
-    rdp_commands.add_options(run, default_help="instead of --vnc")
+    add_rdp_options(run, default_help="instead of --vnc")
     run.add_argument(
         "--view", action="store_true", help="serve a live view while it runs (not with --server)"
     )
-    run.add_argument(
-        "--screen-region",
-        default=None,
-        metavar="WxH+X+Y",
-        help="the part of the VNC framebuffer that is the screen, for servers that export "
-        "more (several monitors, x11vnc -ncache); kept for approve/deny/resume",
-    )
+    add_screen_region(run)
     run.add_argument("--task", required=True, help="what to do, in plain words")
-    run.add_argument("--step-limit", type=int, default=40, metavar="N")
-    run.add_argument("--timeout", type=float, default=300.0, metavar="S", help="seconds budget")
-    run.add_argument("--exclude", nargs="+", default=[], metavar="NAME", help="actions to forbid")
+    add_budget_options(
+        run,
+        stall_help="tell the model when its last N actions changed nothing on the screen, and "
+        "stop the run as stuck (exit 8) if it goes on; 0: off (default 4)",
+    )
     run.add_argument("--thread-id", default=None, metavar="ID")
-    run.add_argument(
-        "--provider",
-        default=None,
-        metavar="NAME",
-        help="who serves the model: gemini (default), anthropic (Claude), openai, or "
-        "openai-compatible (any OpenAI-compatible server: LM Studio, Ollama, vLLM, llama.cpp); "
-        "left out, a model id starting claude- means anthropic and gpt- openai; kept for "
-        "approve/deny/resume",
-    )
-    run.add_argument(
-        "--tool-version",
-        default=None,
-        metavar="VERSION",
-        help="anthropic: the computer tool to send instead of the model's own "
-        "(computer_toolset_20260801, computer_20251124, computer_20250124); kept for "
-        "approve/deny/resume",
-    )
-    run.add_argument(
-        "--model",
-        default=None,
-        help="model id: for Gemini e.g. gemini-3.5-flash (its family decides the action set); "
-        "for openai-compatible the id the server lists at BASE_URL/models",
-    )
-    run.add_argument(
-        "--base-url",
-        default=None,
-        metavar="URL",
-        help="openai-compatible: the server's address, e.g. http://localhost:1234/v1 (LM Studio), "
-        "http://localhost:11434/v1 (Ollama), http://localhost:8000/v1 (vLLM); the API key, if "
-        "any, comes from OPENAI_API_KEY and is never recorded",
-    )
-    run.add_argument(
-        "--dialect",
-        default=None,
-        metavar="NAME",
-        help="openai-compatible: how the model answers: tools, qwen3-vl, qwen2.5-vl, ui-tars, "
-        "holo, ui-venus, opencua (run vnc-use calibrate to check) "
-        "(default: from the model id, else tools)",
-    )
-    run.add_argument(
-        "--keep-screenshots",
-        type=_non_negative_int,
-        default=None,
-        metavar="N",
-        help="send the model only the last N screenshots (default: the provider's, 3 for "
-        "Gemini and Claude, 2 for openai-compatible)",
-    )
+    add_model_options(run)
     run.add_argument(
         "--confirm",
         nargs="+",
@@ -210,40 +123,6 @@ def register(sub: Any) -> None:
         "provider and on top of the model's own requests: action names, e.g. type press_key, "
         "or all",
     )
-    run.add_argument(
-        "--environment",
-        choices=("browser", "desktop"),
-        default=None,
-        help="what the model is driving (default: the model family's; desktop for 3.5 Flash)",
-    )
-    run.add_argument(
-        "--model-family",
-        default=None,
-        metavar="NAME",
-        help="action set for a model id vnc-use does not know: gemini-2.5, gemini-3, gemini-3.5",
-    )
-    run.add_argument(
-        "--keep-browser-actions",
-        action="store_true",
-        help="on a desktop, keep navigate/search/go_back/... (2.5 and 3 Flash families)",
-    )
-    run.add_argument(
-        "--api-version",
-        default=None,
-        metavar="VERSION",
-        help="Gemini API version requests go to (default: the GEMINI_API_VERSION environment "
-        "variable, else v1beta, the version of Google's Computer Use examples); kept for "
-        "approve/deny/resume",
-    )
-    run.add_argument(
-        "--stall-after",
-        type=_non_negative_int,
-        default=None,
-        metavar="N",
-        help="tell the model when its last N actions changed nothing on the screen, and stop "
-        "the run as stuck (exit 8) if it goes on; 0: off (default 4)",
-    )
-    add_cost_options(run)
     run.add_argument("--no-hitl", action="store_true", help="never ask: deny risky actions")
     run.add_argument(
         "--no-initial-screenshot", action="store_true", help="send the task without a screenshot"
@@ -271,16 +150,9 @@ def register(sub: Any) -> None:
         p = sub.add_parser(name, help=text)
         p.add_argument("thread_id", metavar="ID")
         p.add_argument("--vnc", default=None, metavar="HOST::PORT", help="default: the run's own")
-        rdp_commands.add_options(p, default_help="default: the run's own (a new bridge)")
+        add_rdp_options(p, default_help="default: the run's own (a new bridge)")
         if name == "resume":
-            p.add_argument(
-                "--max-cost",
-                type=positive_usd,
-                default=None,
-                metavar="USD",
-                help="a new cost cap: a run that stopped at its cap (cost_limit) goes on up to "
-                "this one (the cost so far counts)",
-            )
+            add_max_cost(p)
         _common(p)
         server_commands.add_server_options(p)
         fleet_commands.add_fleet_options(p)
@@ -297,7 +169,7 @@ def _register_replay(sub: Any) -> None:
     p.add_argument(
         "--vnc", default=None, metavar="HOST::PORT", help="the desktop (default: the run's own)"
     )
-    rdp_commands.add_options(p, default_help="default: the run's own (a new bridge)")
+    add_rdp_options(p, default_help="default: the run's own (a new bridge)")
     p.add_argument(
         "--tolerance",
         default=None,
@@ -338,19 +210,52 @@ def command(args: argparse.Namespace) -> int:
         return server_commands.command(args)
     if getattr(args, "fleet", None):  # a worker of the fleet does the run
         return fleet_commands.command(args)
-    if getattr(args, "screen_region", None) is not None:  # a bad one fails before anything
-        ScreenRegion.parse(args.screen_region)
     saved = None if args.command == "run" else _run_settings(args)
-    with rdp_commands.bridge_for_run(args, saved) as bridge:
-        desktop_commands.use_local_desktop(args)  # no --vnc, no --rdp: the local desktop
-        with desktop_commands.live_view_for_run(args):
-            result = _drive(args, saved, bridge)
+    spec = run_spec(args) if saved is None else saved_run_spec(args, saved)
+    # the local desktop starts only for a model that is ready (its key set); an RDP bridge
+    # starts before the model's SDK loads, so an unreachable host is told within
+    # --connect-timeout (the run still checks the key before anything is recorded)
+    planner = _planner(args, spec, saved) if spec.desktop.local else None
+    thread_id = _thread_id(args)
+    log_path = Path(spec.runs_dir) / thread_id / "freerdp.log"  # a replay's: its own folder
+    with reach(spec.desktop, password=args.vnc_password, log_path=log_path) as reached:
+        if reached.notice and not getattr(args, "quiet", False):
+            print(f"{reached.notice}", file=desktop_commands.notice_stream(args), flush=True)
+        planner = planner or _planner(args, spec, saved)
+        with desktop_commands.live_view_for_run(args, reached):
+            result = _drive(args, spec, planner, reached, saved or {}, thread_id)
     if not args.json:  # with --json the run_ended / run_paused event says it all
         _report(result)
     # an error or a safety block: once, on stderr, whatever the output mode
     if result.status in ("error", "blocked") and result.error:
         print(f"vnc-use: {result.error}", file=sys.stderr)
     return EXIT_CODES.get(result.status, EXIT_ERROR)
+
+
+def _thread_id(args: argparse.Namespace) -> str:
+    """The run's id: the one given (a new one for a run or a replay without one)."""
+    if args.command == "replay":
+        return str(args.replay_id or uuid.uuid4().hex[:12])
+    return str(args.thread_id or uuid.uuid4().hex[:12])
+
+
+def _planner(args: argparse.Namespace, spec: RunSpec, saved: dict[str, Any] | None) -> Any:
+    """The run's planner; on the local desktop a new run's is checked ready (its API key)
+    before the desktop starts (elsewhere the run checks it before acting). A recorded replay
+    continues with its own (rebuilt from its run.json)."""
+    from vnc_use.replay.planner import planner_from_run
+    from vnc_use.runs.open import open_planner
+
+    if saved is not None and saved.get("provider") == "replay" and args.command != "replay":
+        return planner_from_run(saved)
+    if not (args.command == "run" and spec.desktop.local):  # the run checks it before acting
+        return open_planner(spec)
+    try:
+        return open_planner(spec, ready=True)
+    except ConfigError as exc:
+        if not spec.desktop.local:
+            raise
+        raise ConfigError(f"{exc}; {desktop_commands.local_desktop_left()}") from None
 
 
 def _report(result: RunResult) -> None:
@@ -382,104 +287,31 @@ def _run_settings(args: argparse.Namespace) -> dict[str, Any]:
     return run_record.read(path.parent).settings()
 
 
-def _make_agent(args: argparse.Namespace, saved: dict[str, Any] | None, bridge: Any) -> Any:
-    from vnc_use.agent import VncUseAgent
-    from vnc_use.providers.registry import planner_from_settings
-    from vnc_use.replay.planner import planner_from_run
+def _make_agent(
+    args: argparse.Namespace,
+    spec: RunSpec,
+    planner: Any,
+    reached: ReachedDesktop,
+    saved: dict[str, Any],
+) -> Any:
+    from vnc_use.runs.agent import VncUseAgent
+    from vnc_use.runs.open import sensitive_values
 
-    saved = saved or {}
     if args.vnc_password:
         print(
             "vnc-use: warning: --vnc-password is visible to other users in the process list; "
             "prefer the VNC_PASSWORD environment variable",
             file=sys.stderr,
         )
-    password = (
-        args.vnc_password
-        or desktop_commands.managed_password(args.vnc or saved.get("vnc_server"))
-        or config.vnc_password()
-        or None
+    agent = VncUseAgent.from_spec(
+        spec,
+        reached=reached,
+        planner=planner,
+        on_event=progress.for_args(args),
+        sensitive_text=sensitive_values(spec.sensitive_names),
+        checkpointer=_checkpointer(args, saved),
     )
-    names = getattr(args, "sensitive", None) or saved.get("sensitive_names") or []
-    kwargs: dict[str, Any] = {
-        "vnc_server": args.vnc or saved.get("vnc_server"),
-        "vnc_password": password,
-        "runs_dir": args.runs_dir,
-        "on_event": progress.for_args(args),
-        "sensitive_text": _sensitive_values(names),
-        "reconnect_window_s": 30.0 if args.reconnect_window is None else args.reconnect_window,
-        # Not secrets: the run keeps them (run.json) so approve/deny/resume reconnect alike.
-        "vnc_username": args.vnc_user or config.vnc_username() or saved.get("vnc_username") or None,
-        "vnc_ca": args.vnc_ca or saved.get("vnc_ca") or None,
-        "connect_timeout": args.connect_timeout or saved.get("connect_timeout") or 5.0,
-        "checkpointer": _checkpointer(args, saved),
-        "lease_timeout": args.lease_timeout,
-        "video": not args.no_video,
-        "video_fps": args.video_fps,
-    }
-    if bridge is not None:
-        kwargs.update(rdp_commands.agent_kwargs(bridge))
-    if args.command == "run":
-        kwargs.update(
-            screen_region=args.screen_region,
-            step_limit=args.step_limit,
-            seconds_timeout=args.timeout,
-            excluded_actions=args.exclude or None,
-            hitl_mode=not args.no_hitl,
-            include_initial_screenshot=not args.no_initial_screenshot,
-            keep_screenshots=args.keep_screenshots,
-            confirm_actions=args.confirm,
-            stall_after=args.stall_after,
-            max_cost=args.max_cost,
-            price=args.price,
-        )
-        if args.model:
-            kwargs["model"] = args.model
-        kwargs.update(
-            provider=args.provider,
-            base_url=args.base_url,
-            dialect=args.dialect,
-            environment=args.environment,
-            model_family=args.model_family,
-            keep_browser_actions=args.keep_browser_actions,
-            api_version=args.api_version,
-            tool_version=args.tool_version,
-        )
-        return _warn(VncUseAgent(**kwargs))
-    kwargs.update(_kept_settings(args, saved))
-    if args.command == "replay":
-        # the model a --heal hands the task to: the recorded run's own (a replay's healer)
-        model = (saved.get("replay") or {}).get("heal_planner") or saved
-        if args.heal:
-            kwargs["planner"] = planner_from_settings(model)
-        return VncUseAgent(**kwargs)
-    # the run's own planner (provider, model, tools, API version, server), so the model is
-    # sent the same tools at the same place after approve/deny/resume
-    kwargs["planner"] = planner_from_run(saved)
-    return VncUseAgent(**kwargs)
-
-
-_KEPT = (
-    "step_limit",
-    "seconds_timeout",
-    "hitl_mode",
-    "include_initial_screenshot",
-    "screen_region",
-    "keep_screenshots",
-    "confirm_actions",
-    "stall_after",
-    "max_cost",
-    "price",
-)
-"""What a run keeps in run.json that approve/deny/resume use again."""
-
-
-def _kept_settings(args: argparse.Namespace, saved: dict[str, Any]) -> dict[str, Any]:
-    """The run's own settings from run.json; ``resume --max-cost`` gives a new cap."""
-    kept = {key: saved[key] for key in _KEPT if key in saved}
-    if getattr(args, "max_cost", None) is not None:
-        kept["max_cost"] = args.max_cost
-    return kept
+    return _warn(agent) if args.command == "run" else agent
 
 
 def _checkpointer(args: argparse.Namespace, saved: dict[str, Any]) -> str | None:
@@ -516,17 +348,6 @@ def _warn(agent: Any) -> Any:
     return agent
 
 
-def _sensitive_values(names: list[str]) -> dict[str, str]:
-    """The secret values named on the command line, read from ``VNC_USE_SECRET_<NAME>``."""
-    values = {}
-    for name in names:
-        var, value = config.sensitive_value(name)
-        if not value:
-            raise ConfigError(f"--sensitive {name}: set the environment variable {var} first")
-        values[name] = value
-    return values
-
-
 @contextmanager
 def _stop_on_ctrl_c(agent: Any) -> Iterator[None]:
     """First Ctrl-C: stop at the next step boundary (resumable). Second: stop at once."""
@@ -547,10 +368,18 @@ def _stop_on_ctrl_c(agent: Any) -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def _drive(args: argparse.Namespace, saved: dict[str, Any] | None, bridge: Any) -> RunResult:
-    with _make_agent(args, saved, bridge) as agent, _stop_on_ctrl_c(agent):
+def _drive(
+    args: argparse.Namespace,
+    spec: RunSpec,
+    planner: Any,
+    reached: ReachedDesktop,
+    saved: dict[str, Any],
+    thread_id: str,
+) -> RunResult:
+    agent = _make_agent(args, spec, planner, reached, saved)
+    with agent, _stop_on_ctrl_c(agent):
         if args.command == "run":
-            result: RunResult = agent.run(task=args.task, thread_id=args.thread_id)
+            result: RunResult = agent.run(task=args.task, thread_id=thread_id)
         elif args.command == "approve":
             result = agent.approve(args.thread_id)
         elif args.command == "deny":
@@ -558,7 +387,7 @@ def _drive(args: argparse.Namespace, saved: dict[str, Any] | None, bridge: Any) 
         elif args.command == "replay":
             result = agent.replay(
                 args.thread_id,
-                replay_id=args.replay_id,
+                replay_id=thread_id,
                 tolerance=DEFAULT_TOLERANCE if args.tolerance is None else args.tolerance,
                 speed=args.speed,
                 from_step=args.from_step,

@@ -16,22 +16,21 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vnc_use import config
-from vnc_use.agent.remote import GRAPH_ID, outcome
-from vnc_use.agent.remote import client as _client
-from vnc_use.agent.remote import follow as _follow
-from vnc_use.agent.remote import reaching as _reaching
 from vnc_use.cli import progress
 from vnc_use.cli.ask import ask_approval
 from vnc_use.cli.common import EXIT_CODES, EXIT_DONE, EXIT_ERROR
 from vnc_use.errors import ConfigError
 from vnc_use.record.money import format_cost
 from vnc_use.record.report import REPORT_NAME
+from vnc_use.runs.remote import GRAPH_ID, outcome
+from vnc_use.runs.remote import client as _client
+from vnc_use.runs.remote import follow as _follow
+from vnc_use.runs.remote import reaching as _reaching
 from vnc_use.status import RunStatus
 
 if TYPE_CHECKING:  # langgraph is imported when a command needs it, not at start-up
-    from vnc_use.agent.spec import RunSpec
     from vnc_use.agent.state import RunResult
+    from vnc_use.runs.spec import RunSpec
 
 __all__ = ["GRAPH_ID", "add_server_options", "command", "runs_command"]
 
@@ -75,52 +74,9 @@ def spec_from_args(args: argparse.Namespace) -> RunSpec:
             "--server needs --vnc HOST::PORT or --rdp HOST[:PORT]: the desktop the server "
             "connects to"
         )
-    if args.vnc and args.rdp:
-        raise ConfigError("--vnc and --rdp were both given; a run uses one desktop")
-    from vnc_use.agent.spec import RunSpec
+    from vnc_use.cli.spec import run_spec
 
-    spec = RunSpec(
-        vnc_server=args.vnc or RunSpec.vnc_server,
-        vnc_password_env=args.vnc_password_env,
-        vnc_username=args.vnc_user,
-        vnc_ca=args.vnc_ca,
-        connect_timeout=args.connect_timeout or 5.0,
-        screen_region=args.screen_region,
-        provider=args.provider,
-        model=args.model,
-        model_family=args.model_family,
-        environment=args.environment,
-        base_url=args.base_url,
-        dialect=args.dialect,
-        api_version=args.api_version,
-        keep_browser_actions=args.keep_browser_actions,
-        step_limit=args.step_limit,
-        seconds_timeout=args.timeout,
-        hitl_mode=not args.no_hitl,
-        include_initial_screenshot=not args.no_initial_screenshot,
-        keep_screenshots=args.keep_screenshots,
-        confirm_actions=list(args.confirm),
-        excluded_actions=list(args.exclude),
-        sensitive_names=list(args.sensitive),
-        lease_timeout=args.lease_timeout,
-        runs_dir=args.runs_dir,
-        rdp_server=args.rdp,
-        rdp_password_env=args.rdp_password_env,
-        rdp_username=args.rdp_user or config.rdp_username(),
-        rdp_domain=args.rdp_domain,
-        rdp_size=args.rdp_size,
-        rdp_cert_fingerprint=args.rdp_cert_fingerprint,
-        rdp_paste_text=bool(getattr(args, "rdp_paste_text", None)),
-        rdp_allow_unverified_login=bool(getattr(args, "rdp_allow_unverified_login", None)),
-        video=not args.no_video,
-        video_fps=args.video_fps,
-        max_cost=args.max_cost,
-        price=list(args.price) if args.price else None,
-    )
-    if args.stall_after is not None:
-        spec.stall_after = args.stall_after
-    spec.check()
-    return spec
+    return run_spec(args)  # the same spec a run in this process has; --tool-version too
 
 
 def refuse_local_only(args: argparse.Namespace) -> None:
@@ -187,7 +143,7 @@ def _continued(client: Any, tid: str, max_cost: float | None) -> dict[str, Any]:
     ``resume`` does (stall detection afresh; the cost so far kept); ``--max-cost`` raises the
     cap in the spec the server keeps for the thread."""
     from vnc_use.agent import stall
-    from vnc_use.agent.spec import SPEC_NAMESPACE
+    from vnc_use.runs.spec import SPEC_NAMESPACE
 
     values = (client.threads.get_state(tid) or {}).get("values") or {}
     status = values.get("status")

@@ -13,10 +13,11 @@ import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from vnc_use import config
 from vnc_use.desktops.local import DesktopState, LocalDesktop, LocalDesktopError
+from vnc_use.desktops.target import ReachedDesktop
 
 __all__ = ["DesktopSlot", "EvalDesktop", "LocalSlot", "VncSlot", "command_environment"]
 
@@ -35,8 +36,9 @@ class EvalDesktop:
     password: str | None = field(repr=False)
     env: dict[str, str]
     home: Path | None = None
-    agent: dict[str, Any] = field(default_factory=dict, repr=False)
-    """More keyword arguments for the agent on this desktop (an RDP bridge's keyboard, ...)."""
+    reached: ReachedDesktop | None = field(default=None, repr=False)
+    """The desktop as :func:`~vnc_use.desktops.target.reach` made it reachable, when the slot
+    holds it (an RDP bridge: its keyboard, its session's end)."""
 
 
 class DesktopSlot(Protocol):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -20,15 +20,17 @@ from vnc_use.evaluation.desktops import EvalDesktop
 from vnc_use.evaluation.results import Outcome, TaskResult
 from vnc_use.evaluation.shell import Commands
 from vnc_use.evaluation.tasks import Task
+from vnc_use.runs.spec import RunSpec
 from vnc_use.status import RunStatus
 
 __all__ = [
     "AgentOutcome",
     "AgentRunner",
     "TaskRunner",
-    "describe_options",
+    "describe_spec",
     "outcome_for",
     "run_task",
+    "task_spec",
 ]
 
 #: Outcome of a run whose check failed, by the run's status.
@@ -76,54 +78,48 @@ class TaskRunner(Protocol):
         ...
 
 
-class AgentRunner:
-    """:class:`~vnc_use.agent.VncUseAgent` in this process, one per task.
+def task_spec(base: RunSpec, task: Task, desktop: EvalDesktop, runs_dir: str) -> RunSpec:
+    """The spec of one task's run: the evaluation's, with the task's own budgets (when it
+    has them), on the task's desktop, its folder under ``runs_dir``."""
+    return replace(
+        base,
+        step_limit=task.step_limit or base.step_limit,
+        seconds_timeout=task.timeout or base.seconds_timeout,
+        runs_dir=runs_dir,
+        desktop=replace(base.desktop, vnc_server=desktop.server),
+    )
 
-    ``agent_options`` are the agent's keyword arguments shared by every task (provider,
-    model, ...); ``step_limit`` and ``seconds_timeout`` are the defaults a task may override.
-    With ``approve_all`` every action that asks for confirmation is approved; otherwise such an
-    action ends the task as denied.
+
+class AgentRunner:
+    """:class:`~vnc_use.runs.agent.VncUseAgent` in this process, one per task.
+
+    ``spec`` is what every task's run shares (the model, the default budgets, whether an
+    action that asks for confirmation is approved: ``hitl_mode``; otherwise such an action
+    ends the task as denied); each task's budgets and desktop go on top (:func:`task_spec`).
     """
 
-    def __init__(
-        self,
-        runs_dir: Path,
-        agent_options: dict[str, Any],
-        *,
-        step_limit: int,
-        seconds_timeout: float,
-        approve_all: bool = False,
-    ) -> None:
+    def __init__(self, runs_dir: Path, spec: RunSpec) -> None:
         self.runs_dir = runs_dir
-        self.options = agent_options
-        self.step_limit = step_limit
-        self.seconds_timeout = seconds_timeout
-        self.approve_all = approve_all
+        self.spec = spec
         self._live: set[Any] = set()
         self._lock = threading.Lock()
         self._stopped = False
 
     def describe(self) -> dict[str, Any]:
-        return describe_options(self.options)
+        return describe_spec(self.spec)
 
     def run(
         self, task: Task, desktop: EvalDesktop, thread_id: str, say: Callable[[str], None]
     ) -> AgentOutcome:
-        from vnc_use.agent import VncUseAgent
+        from vnc_use.runs.agent import VncUseAgent
 
         def on_event(event: dict[str, Any]) -> None:
             if event.get("event") == "action":
                 say(f"step {event.get('step')}: {event.get('name')}")
 
-        with VncUseAgent(
-            vnc_server=desktop.server,
-            vnc_password=desktop.password,
-            runs_dir=self.runs_dir,
-            step_limit=task.step_limit or self.step_limit,
-            seconds_timeout=task.timeout or self.seconds_timeout,
-            hitl_mode=self.approve_all,
-            on_event=on_event,
-            **{**self.options, **desktop.agent},
+        spec = task_spec(self.spec, task, desktop, str(self.runs_dir))
+        with VncUseAgent.from_spec(
+            spec, reached=desktop.reached, vnc_password=desktop.password, on_event=on_event
         ) as agent:
             with self._lock:
                 if self._stopped:
@@ -153,15 +149,11 @@ class AgentRunner:
                 agent.request_stop()
 
 
-def describe_options(options: dict[str, Any]) -> dict[str, Any]:
-    """``provider`` and ``model`` the agent options choose (for summary.json)."""
-    from vnc_use.providers.registry import make_planner
-
-    keys = ("provider", "model", "base_url", "dialect", "environment", "model_family")
-    chosen: dict[str, Any] = {k: options.get(k) for k in keys}
-    settings = make_planner(**chosen).run_settings()
+def describe_spec(spec: RunSpec) -> dict[str, Any]:
+    """``provider`` and ``model`` the spec chooses (for summary.json)."""
+    settings = spec.planner().run_settings()
     return {
-        "provider": options.get("provider") or settings.get("provider") or "gemini",
+        "provider": spec.provider or settings.get("provider") or "gemini",
         "model": settings.get("model"),
     }
 

@@ -16,11 +16,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from vnc_use.agent import remote
 from vnc_use.errors import ConfigError
 from vnc_use.evaluation.desktops import EvalDesktop
-from vnc_use.evaluation.runner import AgentOutcome, describe_options
+from vnc_use.evaluation.runner import AgentOutcome, describe_spec, task_spec
 from vnc_use.evaluation.tasks import Task
+from vnc_use.runs import remote
+from vnc_use.runs.spec import RunSpec
 from vnc_use.status import RunStatus
 
 __all__ = ["SERVER_REPORT", "ServerRunner"]
@@ -32,30 +33,16 @@ SERVER_REPORT = "server:"
 class ServerRunner:
     """Run each task as a thread on the LangGraph Server at ``url`` (see the module's doc).
 
-    ``agent_options`` are :class:`~vnc_use.agent.spec.RunSpec` fields shared by every task
-    (provider, model, ...); ``password_env`` names the server's variable with the desktops'
-    VNC password. As for :class:`~vnc_use.evaluation.runner.AgentRunner`, ``approve_all``
-    approves every action that asks for it, else such an action ends the task as denied.
+    ``spec`` is what every task's run shares (:class:`~vnc_use.runs.spec.RunSpec`: the model,
+    the budgets, ``hitl_mode`` to approve every action that asks for it, the name of the
+    server's variable with the desktops' VNC password); each task's budgets and desktop go on
+    top (:func:`~vnc_use.evaluation.runner.task_spec`).
     """
 
-    def __init__(
-        self,
-        url: str,
-        runs_dir: str,
-        agent_options: dict[str, Any],
-        *,
-        password_env: str,
-        step_limit: int,
-        seconds_timeout: float,
-        approve_all: bool = False,
-    ) -> None:
+    def __init__(self, url: str, runs_dir: str, spec: RunSpec) -> None:
         self.url = url
         self.runs_dir = runs_dir
-        self.options = agent_options
-        self.password_env = password_env
-        self.step_limit = step_limit
-        self.seconds_timeout = seconds_timeout
-        self.approve_all = approve_all
+        self.spec = spec
         self.api = remote.client(url)
         self._live: dict[str, str] = {}  # thread id -> its current run id
         self._lock = threading.Lock()
@@ -67,21 +54,11 @@ class ServerRunner:
             self.api.threads.search(limit=1)
 
     def describe(self) -> dict[str, Any]:
-        return {**describe_options(self.options), "server": self.url}
+        return {**describe_spec(self.spec), "server": self.url}
 
-    def spec(self, task: Task, desktop: EvalDesktop) -> dict[str, Any]:
+    def context(self, task: Task, desktop: EvalDesktop) -> dict[str, Any]:
         """The run's context: no secret, only the password variable's name."""
-        from vnc_use.agent.spec import RunSpec
-
-        spec = RunSpec(
-            vnc_server=desktop.server,
-            vnc_password_env=self.password_env,
-            step_limit=task.step_limit or self.step_limit,
-            seconds_timeout=task.timeout or self.seconds_timeout,
-            hitl_mode=self.approve_all,
-            runs_dir=self.runs_dir,
-            **self.options,
-        )
+        spec = task_spec(self.spec, task, desktop, self.runs_dir)
         spec.check()
         return spec.to_json()
 
@@ -92,7 +69,7 @@ class ServerRunner:
             if event.get("event") == "action":
                 say(f"step {event.get('step')}: {event.get('name')}")
 
-        context = self.spec(task, desktop)
+        context = self.context(task, desktop)
         with remote.reaching(self.url):
             thread = self.api.threads.create(
                 metadata={"task": task.task, "eval_run": thread_id, "vnc": desktop.server}

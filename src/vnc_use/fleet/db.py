@@ -7,7 +7,7 @@ last heartbeat. A live worker also holds a session-level advisory lock on its ow
 other worker notices a SIGKILL at once; a hung worker is noticed by its heartbeat's age.
 
 ``vnc_use_fleet_runs``: one row per run submitted to the fleet: its label, task, spec (the
-:class:`~vnc_use.agent.spec.RunSpec`'s JSON: never a secret), the desktop it is pinned to once
+:class:`~vnc_use.runs.spec.RunSpec`'s JSON: never a secret), the desktop it is pinned to once
 its first leg started, the worker of its last leg, its status, its last
 :class:`~vnc_use.agent.state.RunResult` and its report (HTML), so the machine that asks gets
 them without sharing a folder with the workers.

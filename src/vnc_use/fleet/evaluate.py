@@ -24,10 +24,11 @@ from typing import Any
 
 from vnc_use.evaluation.desktops import EvalDesktop
 from vnc_use.evaluation.results import TaskResult
-from vnc_use.evaluation.runner import AgentRunner, describe_options, run_task
+from vnc_use.evaluation.runner import AgentRunner, describe_spec, run_task
 from vnc_use.evaluation.suite import Evaluation
 from vnc_use.evaluation.tasks import Task
 from vnc_use.fleet.queue import Enqueuer
+from vnc_use.runs.spec import RunSpec
 from vnc_use.store.postgres import redact
 
 __all__ = ["FleetRunner", "run_eval_leg", "run_fleet_eval"]
@@ -36,12 +37,12 @@ __all__ = ["FleetRunner", "run_eval_leg", "run_fleet_eval"]
 class FleetRunner:
     """What ``summary.json`` says of the agent (the agents run on the workers)."""
 
-    def __init__(self, url: str, options: dict[str, Any]) -> None:
+    def __init__(self, url: str, spec: RunSpec) -> None:
         self.url = url
-        self.options = options
+        self.spec = spec
 
     def describe(self) -> dict[str, Any]:
-        return {**describe_options(self.options), "fleet": redact(self.url)}
+        return {**describe_spec(self.spec), "fleet": redact(self.url)}
 
     def stop(self) -> None:
         """Legs already queued run on; a rerun of ``eval`` collects them."""
@@ -107,13 +108,7 @@ def run_eval_leg(
     thread_id = f"{task.id}-{repeat}-{uuid.uuid4().hex[:6]}"  # a new attempt: a new thread
     private = out / "tasks" / thread_id
     private.mkdir(parents=True, exist_ok=True)
-    runner = AgentRunner(
-        out / "runs",
-        dict(payload.get("options") or {}),
-        step_limit=int(payload["step_limit"]),
-        seconds_timeout=float(payload["seconds_timeout"]),
-        approve_all=bool(payload.get("approve_all")),
-    )
+    runner = AgentRunner(out / "runs", RunSpec.from_context(payload["spec"]))
     stopper.runner = runner  # a drain stops the agent at its next step
     if stopper.requested:
         return {"interrupted": True}

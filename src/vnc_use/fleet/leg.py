@@ -15,11 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from vnc_use import config
-from vnc_use.agent.runner import VncUseAgent
-from vnc_use.agent.spec import RunSpec
 from vnc_use.agent.state import RunResult
 from vnc_use.errors import ConfigError
 from vnc_use.record.report import REPORT_NAME
+from vnc_use.runs import RunSpec, VncUseAgent
 from vnc_use.status import RunStatus
 
 __all__ = ["LegRequest", "drive_leg", "result_json"]
@@ -76,6 +75,9 @@ def _agent(req: LegRequest) -> VncUseAgent:
         vnc_ca=spec.vnc_ca,
         video=spec.video,
         video_fps=spec.video_fps,
+        stall_after=spec.stall_after,
+        max_cost=spec.max_cost,
+        price=spec.price,
     )
 
 

@@ -1,6 +1,8 @@
 """``run_task``, ``approve_run`` and ``deny_run``: vnc-use's own durable runs, for MCP clients.
 
-Each call builds a :class:`~vnc_use.agent.VncUseAgent` on the session's desktop and runs
+Each call builds a :class:`~vnc_use.runs.agent.VncUseAgent` from a run spec (the session's, with
+the call's provider, model and step limit; an answer: the run's recorded spec) on the session's
+desktop and runs
 (or answers) one run; the run is checkpointed in the runs folder like any other, so a run
 waiting for approval can be answered by a later tool call, another MCP server, or a person
 with ``vnc-use approve ID``. Nothing here imports the MCP SDK.
@@ -10,35 +12,27 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from vnc_use.agent.state import RunResult
+from vnc_use.desktops.target import DesktopTarget
 from vnc_use.errors import ConfigError
 from vnc_use.mcp_server.session import DesktopSession
 from vnc_use.record import run_record
 from vnc_use.record.report import REPORT_NAME
+from vnc_use.runs.spec import MODEL_FIELDS, RunSpec
 from vnc_use.status import RunStatus
 
 __all__ = ["DEFAULT_STEP_LIMIT", "StepListener", "outcome", "run_agent"]
 
-DEFAULT_STEP_LIMIT = 40
+DEFAULT_STEP_LIMIT: int = RunSpec.step_limit
+"""A run's step limit when neither the call nor ``vnc-use mcp --step-limit`` gives one (the
+run spec's default)."""
 
 StepListener = Callable[[int, str], None]
 """Called once per step of a run: the step number and one line saying what was done."""
-
-# What a run kept in run.json that approve/deny need again (as `vnc-use approve` uses them).
-_KEPT = (
-    "step_limit",
-    "seconds_timeout",
-    "hitl_mode",
-    "include_initial_screenshot",
-    "screen_region",
-    "keep_screenshots",
-    "confirm_actions",
-    "stall_after",
-    "max_cost",
-)
 
 
 def _listener(on_step: StepListener | None) -> Callable[[dict[str, Any]], None] | None:
@@ -57,37 +51,31 @@ def _listener(on_step: StepListener | None) -> Callable[[dict[str, Any]], None] 
     return listener
 
 
-def _agent(session: DesktopSession, on_step: StepListener | None, **kwargs: Any) -> Any:
-    from vnc_use.agent import VncUseAgent
+def _spec(session: DesktopSession, **given: Any) -> RunSpec:
+    """A new run's spec: the session's (``vnc-use mcp``'s options) with the call's own
+    provider, model, step limit and cost cap (a call naming a provider or a model names
+    the model)."""
+    base = session.spec or RunSpec(runs_dir=str(session.runs_dir))
+    changes = {k: v for k, v in given.items() if v is not None}
+    if "provider" in changes or "model" in changes:
+        fresh = RunSpec()
+        for name in MODEL_FIELDS:  # the base's model settings are for the base's model
+            changes.setdefault(name, getattr(fresh, name))
+        changes.setdefault("provider", None)
+        changes.setdefault("model", None)
+    spec = replace(base, runs_dir=str(session.runs_dir), **changes)
+    spec.check()
+    return spec
 
-    t = session.target
-    return VncUseAgent(
-        vnc_server=t.server,
-        vnc_password=t.password,
-        vnc_username=t.username,
-        vnc_ca=t.ca_file,
-        connect_timeout=t.connect_timeout,
-        runs_dir=session.runs_dir,
-        video=session.video,
-        video_fps=session.video_fps,
-        **_bridge_kwargs(session),
-        on_event=_listener(on_step),
-        **kwargs,
+
+def _agent(
+    session: DesktopSession, spec: RunSpec, on_step: StepListener | None, planner: Any = None
+) -> Any:
+    from vnc_use.runs.agent import VncUseAgent
+
+    return VncUseAgent.from_spec(
+        spec, reached=session.target, planner=planner, on_event=_listener(on_step)
     )
-
-
-def _bridge_kwargs(session: DesktopSession) -> dict[str, Any]:
-    """Behind an RDP bridge: its keyboard limits and settings, and no waiting to reconnect
-    once the RDP session ended."""
-    t = session.target
-    if not t.rdp:
-        return {}
-    return {
-        "keyboard": t.keyboard,
-        "rdp": t.rdp,
-        "lost_reason": t.lost_reason,
-        "reconnect_window_s": 0.0,
-    }
 
 
 def run_agent(
@@ -112,12 +100,14 @@ def run_agent(
         if task is not None:
             if step_limit is not None and step_limit < 1:
                 raise ConfigError(f"step_limit {step_limit} must be at least 1")
-            kwargs: dict[str, Any] = {"provider": provider, "model": model}
-            if step_limit is not None:
-                kwargs["step_limit"] = step_limit
-            if max_cost is not None:
-                kwargs["max_cost"] = max_cost
-            with _agent(session, on_step, **kwargs) as agent:
+            spec = _spec(
+                session,
+                provider=provider,
+                model=model,
+                step_limit=step_limit,
+                max_cost=max_cost,
+            )
+            with _agent(session, spec, on_step) as agent:
                 result: RunResult = agent.run(task=task)
                 return result
         if thread_id is None or decision not in ("approve", "deny", "status"):
@@ -125,11 +115,24 @@ def run_agent(
         saved = _saved(session.runs_dir, thread_id)
         from vnc_use.replay.planner import planner_from_run
 
-        kwargs = {k: saved[k] for k in _KEPT if k in saved}
-        with _agent(session, on_step, planner=planner_from_run(saved), **kwargs) as agent:
+        recorded = RunSpec.from_run_json(saved)  # its budgets, approvals and model
+        spec = replace(
+            recorded,
+            runs_dir=str(session.runs_dir),
+            desktop=session_desktop(session),
+            video=session.video,
+            video_fps=session.video_fps,
+        )
+        planner = planner_from_run(saved)  # a replay's too
+        with _agent(session, spec, on_step, planner) as agent:
             answers = {"approve": agent.approve, "deny": agent.deny, "status": agent.result}
             result = answers[decision](thread_id)
             return result
+
+
+def session_desktop(session: DesktopSession) -> DesktopTarget:
+    """The desktop target of the session's runs (the session has reached it already)."""
+    return session.spec.desktop if session.spec is not None else DesktopTarget()
 
 
 def _saved(runs_dir: Path, thread_id: str) -> dict[str, Any]:

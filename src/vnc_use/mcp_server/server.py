@@ -30,6 +30,7 @@ import anyio.to_thread
 from mcp.server.elicitation import render_elicitation_schema
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
 from mcp.types import (
     CallToolResult,
     ElicitRequest,
@@ -39,7 +40,7 @@ from mcp.types import (
     InputRequiredResult,
     TextContent,
 )
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from vnc_use.agent.state import RunResult
 from vnc_use.errors import VncError, VncUseError
@@ -48,7 +49,7 @@ from vnc_use.mcp_server.session import DesktopSession, Shot, ToolInputError
 from vnc_use.status import RunStatus
 from vnc_use.version import __version__
 
-__all__ = ["BearerAuth", "build_server", "serve_http", "serve_stdio"]
+__all__ = ["BearerAuth", "StrictTool", "build_server", "serve_http", "serve_stdio"]
 
 APPROVAL_KEY = "approval"
 """The key of the approval question in an ``input_required`` round."""
@@ -133,6 +134,8 @@ class _Tools:
 
     def __init__(self, session: DesktopSession) -> None:
         self.session = session
+        spec = session.spec
+        self._step_limit = spec.step_limit if spec is not None else DEFAULT_STEP_LIMIT
 
     async def _in_thread(self, fn: Callable[[], Any]) -> Any:
         return await anyio.to_thread.run_sync(fn)
@@ -215,7 +218,10 @@ class _Tools:
         ] = None,
         provider: Annotated[
             str | None,
-            Field(description="gemini (default) or openai-compatible"),
+            Field(
+                description="gemini, anthropic, openai or openai-compatible (default: the "
+                "server's --provider, else from the model id, else gemini)"
+            ),
         ] = None,
         step_limit: Annotated[
             int | None, Field(ge=1, description=f"most actions (default {DEFAULT_STEP_LIMIT})")
@@ -229,7 +235,7 @@ class _Tools:
             ),
         ] = None,
     ) -> CallToolResult | InputRequiredResult:
-        total = step_limit or DEFAULT_STEP_LIMIT
+        total = step_limit or self._step_limit
         state, answers = ctx.request_state, ctx.input_responses
         if state and answers is not None:  # the client answers our approval question
             decision = _decision(answers.get(APPROVAL_KEY))
@@ -274,15 +280,16 @@ class _Tools:
         thread_id: Annotated[str, Field(description="the run's thread id (from run_task)")],
         ctx: Context[Any, Any],
     ) -> CallToolResult | InputRequiredResult:
-        result = await self._run(ctx, DEFAULT_STEP_LIMIT, thread_id=thread_id, decision="approve")
-        return await self._settle(ctx, DEFAULT_STEP_LIMIT, result)
+        total = self._step_limit
+        result = await self._run(ctx, total, thread_id=thread_id, decision="approve")
+        return await self._settle(ctx, total, result)
 
     async def deny_run(
         self,
         thread_id: Annotated[str, Field(description="the run's thread id (from run_task)")],
         ctx: Context[Any, Any],
     ) -> CallToolResult:
-        result = await self._run(ctx, DEFAULT_STEP_LIMIT, thread_id=thread_id, decision="deny")
+        result = await self._run(ctx, self._step_limit, thread_id=thread_id, decision="deny")
         return _outcome_result(result)
 
 
@@ -315,19 +322,58 @@ DESCRIPTIONS: Mapping[str, str] = {
 }
 
 
+class StrictTool(Tool):
+    """A tool whose input schema forbids unknown properties (``additionalProperties:
+    false``); a call with an unknown or misspelt argument gets a one-line tool error naming
+    it and the tool's arguments, and nothing is done."""
+
+    @classmethod
+    def strict(cls, tool: Tool) -> StrictTool:
+        arg_model = tool.fn_metadata.arg_model
+        forbidding: Any = type(
+            arg_model.__name__,
+            (arg_model,),
+            {
+                "model_config": ConfigDict(arbitrary_types_allowed=True, extra="forbid"),
+                "__module__": arg_model.__module__,
+            },
+        )
+        tool.fn_metadata.arg_model = forbidding
+        parameters = forbidding.model_json_schema(by_alias=True)
+        values = {name: getattr(tool, name) for name in Tool.model_fields}
+        return cls(**{**values, "parameters": parameters})
+
+    async def run(
+        self, arguments: dict[str, Any], context: Any, convert_result: bool = False
+    ) -> Any:
+        known = list(self.parameters.get("properties", {}))
+        unknown = sorted(set(arguments) - set(known))
+        if unknown:
+            raise ToolError(
+                f"{self.name} has no argument {unknown[0]!r}; its arguments are: "
+                f"{', '.join(known) or 'none'} (nothing was done)"
+            )
+        return await super().run(arguments, context, convert_result=convert_result)
+
+
 def build_server(session: DesktopSession) -> MCPServer:
     """The MCP server with vnc-use's tools acting on ``session``."""
-    server = MCPServer(name="vnc-use", version=__version__, instructions=INSTRUCTIONS)
     tools = _Tools(session)
     guard = _tool_errors(session.target.label)
-    for name, description in DESCRIPTIONS.items():
-        server.add_tool(
-            guard(getattr(tools, name)),
-            name=name,
-            description=description,
-            structured_output=False,
+    registered: list[Tool] = [
+        StrictTool.strict(
+            Tool.from_function(
+                guard(getattr(tools, name)),
+                name=name,
+                description=description,
+                structured_output=False,
+            )
         )
-    return server
+        for name, description in DESCRIPTIONS.items()
+    ]
+    return MCPServer(
+        name="vnc-use", version=__version__, instructions=INSTRUCTIONS, tools=registered
+    )
 
 
 async def serve_stdio(server: MCPServer) -> None:

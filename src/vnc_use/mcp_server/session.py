@@ -19,13 +19,14 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vnc_use import config
 from vnc_use.desktops.base import CaptureRule, Desktop
+from vnc_use.desktops.target import ReachedDesktop
 from vnc_use.errors import VncError
 from vnc_use.record import run_record
 from vnc_use.record.folder import RunFolder
@@ -36,8 +37,7 @@ from vnc_use.store.journal import Journal
 from vnc_use.store.storage import Storage, open_storage
 
 if TYPE_CHECKING:
-    from vnc_use.desktops.keyboard import KeyboardLimits
-    from vnc_use.desktops.vnc import VNCController
+    from vnc_use.runs.spec import RunSpec
 
 __all__ = [
     "BUTTONS",
@@ -63,40 +63,9 @@ class ToolInputError(ValueError):
     """The caller asked for something impossible (nothing was sent to the desktop)."""
 
 
-@dataclass(frozen=True)
-class VncTarget:
-    """Where the session's desktop is and how to log in (the password is never recorded)."""
-
-    server: str
-    password: str | None = None
-    username: str | None = None
-    ca_file: str | None = None
-    connect_timeout: float = 5.0
-    keyboard: KeyboardLimits | None = None
-    """Limits of the keyboard path behind the server (an RDP bridge's)."""
-    rdp: Mapping[str, Any] | None = None
-    """The RDP connection behind the server (an RDP bridge's settings, no secrets)."""
-    lost_reason: Callable[[], str | None] | None = None
-    """Says why the desktop went away for good (the RDP session ended)."""
-
-    @property
-    def label(self) -> str:
-        """What the session's records name: ``rdp://HOST:PORT (via FreeRDP)`` behind an RDP
-        bridge, else the VNC address."""
-        return str(self.rdp["label"]) if self.rdp else self.server
-
-    def connect(self) -> VNCController:
-        """A new connection to the server."""
-        from vnc_use.desktops.vnc import VNCController
-
-        reason = self.lost_reason() if self.lost_reason is not None else None
-        if reason:
-            raise VncError(reason)
-        controller = VNCController(connect_timeout=self.connect_timeout)
-        controller.keyboard = self.keyboard
-        return controller.connect(
-            self.server, self.password, username=self.username, ca_file=self.ca_file
-        )
+VncTarget = ReachedDesktop
+"""Where the session's desktop is and how to log in (the password is never recorded):
+the desktop :func:`~vnc_use.desktops.target.reach` made reachable (its screen region too)."""
 
 
 @dataclass(frozen=True)
@@ -129,10 +98,13 @@ class DesktopSession:
         secrets: Sequence[str | None] = (),
         connect: Callable[[], Desktop] | None = None,
         thread_id: str | None = None,
+        spec: RunSpec | None = None,
         video: bool = True,
         video_fps: float = DEFAULT_VIDEO_FPS,
     ) -> None:
         self.target = target
+        self.spec = spec
+        """The model and budgets of the runs ``run_task`` starts (None: the defaults)."""
         self.runs_dir = Path(runs_dir)
         self._secrets = [target.password, *secrets]
         self._connect = connect or target.connect
@@ -164,6 +136,9 @@ class DesktopSession:
                 **({"rdp": dict(self.target.rdp)} if self.target.rdp else {}),
                 "vnc_username": self.target.username,
                 "vnc_ca": self.target.ca_file,
+                "screen_region": str(self.target.screen_region)
+                if self.target.screen_region
+                else None,
                 "started": time.time(),
             }
             run_record.write(folder, run_record.RunRecord.from_json(session))

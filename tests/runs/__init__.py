@@ -1,0 +1,1 @@
+"""Tests of vnc_use.runs."""
