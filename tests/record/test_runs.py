@@ -114,7 +114,8 @@ def test_runs_lists_newest_first_with_status_and_steps(history: Path) -> None:
         status, steps = EXPECTED[row[0]]
         assert row[1:3] == [status, str(steps)], row
         assert re.fullmatch(r"\d{4}-\d\d-\d\d", row[3]) and re.fullmatch(r"\d\d:\d\d:\d\d", row[4])
-        assert row[7] == "unknown", row  # after the duration ("0.4 s"): no price for its model
+        # After the duration ("0.4 s"): the default model is priced, so each run has a cost.
+        assert re.fullmatch(r"\$\d+\.\d+", row[7]), row
     assert "Click, then lose the API" in out[2]
 
     limited = cli("runs", "--limit", "2", "--json", "--runs-dir", str(history)).stdout
@@ -194,12 +195,15 @@ def test_history_never_reads_the_checkpoint_database(history: Path, tmp_path: Pa
 @pytest.mark.desktop
 def test_readme_history_commands(history: Path, tmp_path: Path) -> None:
     """Every ``vnc-use runs|show|report`` line of the docs runs, as written, on real runs
-    (those with ``--server`` run against a server in ``tests/agent/test_server.py``)."""
+    (those with ``--server`` run against a server in ``tests/agent/test_server.py``, those
+    with ``--fleet`` against a fleet's database in ``tests/e2e/test_fleet.py``)."""
     shutil.copytree(history, tmp_path / "runs")
     commands = [
         line.split("#")[0].strip()
         for line in all_lines()
-        if re.match(r"vnc-use (runs|show|report)\b", line) and "--server" not in line
+        if re.match(r"vnc-use (runs|show|report)\b", line)
+        and "--server" not in line
+        and "--fleet" not in line
     ]
     assert len(commands) >= 4, commands
     for command in commands:

@@ -293,8 +293,11 @@ def _stall_check(
     ctx: AgentContext, state: CUAState, c: _Call, result: _Result
 ) -> stall.StallCheck | None:
     """Stall detection's verdict on an action performed now (not one settled after a
-    restart); a first stall puts its note in the result the model gets."""
+    restart, nor one refused or failed: its error already tells the model); a first stall
+    puts its note in the result the model gets."""
     if c.outcome is not Outcome.NEW or ctx.settings.stall_after <= 0:
+        return None
+    if result.error is not None:  # refused or failed: the error is the model's feedback
         return None
     check = stall.observe(
         ctx.settings.stall_after,

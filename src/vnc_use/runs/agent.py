@@ -805,9 +805,11 @@ class VncUseAgent:
 
     def _record_video_of(self, desktop: Desktop) -> None:
         """Feed the leg's video from this VNC connection (again after a reconnect)."""
+        if self._recorder is None:  # not recording (a desktop= run imports no VNC code)
+            return
         from vnc_use.desktops.vnc import VNCController
 
-        if self._recorder is not None and isinstance(desktop, VNCController):
+        if isinstance(desktop, VNCController):
             desktop.start_recording(self._recorder)
 
     def _reconnect(self, deadline: float, folder: RunFolder) -> bool:
