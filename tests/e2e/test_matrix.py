@@ -68,12 +68,7 @@ EVAL_REFUSES = {"--confirm"}
 """Options ``vnc-use eval`` does not take (it has --approve-all / --no-hitl)."""
 
 SPEC = "left for a later change"
-XFAIL_DOORS = {
-    ("openai-compatible", "mcp"): (
-        "issue 29: run_task has no base_url argument; openai-compatible over MCP needs "
-        f"vnc-use mcp --base-url (this door gives none), {SPEC}"
-    ),
-}
+XFAIL_DOORS: dict[tuple[str, str], str] = {}
 XFAIL_OPTIONS: dict[tuple[str, str, str], str] = {}
 
 
@@ -278,17 +273,20 @@ class Doors:
     def _mcp(self, case: ProviderCase, runs: Path) -> Outcome:
         probe, screen = self._probe(), self.fixture("screen")
         since = len(case.standin.requests)
+        # The model and its options are the MCP server's (`vnc-use mcp --provider ... --dialect
+        # ...`): run_task then names only the task. `--confirm` is refused by `vnc-use mcp`.
+        takes = [o for o in case.options if o != "--confirm"]
+        model = [*case.args, *case.option_words(takes)]
         params = StdioServerParameters(
             command=CLI[0],
-            args=[*CLI[1:], "mcp", "--vnc", screen.server, "--runs-dir", str(runs)],
+            args=[*CLI[1:], "mcp", "--vnc", screen.server, "--runs-dir", str(runs), *model],
             env=self._vnc_env(case),
         )
         found: dict[str, Any] = {}
 
         async def main() -> None:
             async with Client(params) as client:
-                arguments = {"task": TASK, "provider": case.name, "model": case.model}
-                result = await client.call_tool("run_task", arguments)
+                result = await client.call_tool("run_task", {"task": TASK})
                 text = "\n".join(b.text for b in result.content if isinstance(b, TextContent))
                 found.update(error=result.is_error, text=text)
 

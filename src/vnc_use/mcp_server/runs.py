@@ -54,7 +54,8 @@ def _listener(on_step: StepListener | None) -> Callable[[dict[str, Any]], None] 
 def _spec(session: DesktopSession, **given: Any) -> RunSpec:
     """A new run's spec: the session's (``vnc-use mcp``'s options) with the call's own
     provider, model, step limit and cost cap (a call naming a provider or a model names
-    the model)."""
+    the model; an openai-compatible one keeps ``vnc-use mcp --base-url`` unless it names
+    its own)."""
     base = session.spec or RunSpec(runs_dir=str(session.runs_dir))
     changes = {k: v for k, v in given.items() if v is not None}
     if "provider" in changes or "model" in changes:
@@ -63,6 +64,8 @@ def _spec(session: DesktopSession, **given: Any) -> RunSpec:
             changes.setdefault(name, getattr(fresh, name))
         changes.setdefault("provider", None)
         changes.setdefault("model", None)
+        if changes["provider"] == "openai-compatible" and "base_url" not in given:
+            changes["base_url"] = base.base_url  # the server's address: `vnc-use mcp --base-url`
     spec = replace(base, runs_dir=str(session.runs_dir), **changes)
     spec.check()
     return spec
