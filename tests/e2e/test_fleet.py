@@ -126,6 +126,19 @@ def _status(url: str) -> dict[str, Any]:
     return found
 
 
+def _settled_status(url: str, free: set[str], seconds: float = 30) -> dict[str, Any]:
+    """The fleet's status once worker A has released every desktop in ``free``: a submitter
+    reads its run's result as soon as the leg records it, a moment before the worker marks the
+    desktop free again."""
+    deadline = time.monotonic() + seconds
+    while True:
+        status = _status(url)
+        a = next(w for w in status["workers"] if w["worker_id"] == "A")
+        if all(a["desktops"].get(d, "") is None for d in free) or time.monotonic() > deadline:
+            return status
+        time.sleep(0.2)
+
+
 def test_a_fleet_of_two_workers_survives_one_killed_and_waits_for_people(
     pg: PostgresServer, probes: list[Probe], gemini: GeminiStandIn, tmp_path: Path
 ) -> None:
@@ -190,7 +203,7 @@ def test_a_fleet_of_two_workers_survives_one_killed_and_waits_for_people(
                 assert f"answer: clicked for r{run}" in out
         assert recovered_by < 60
         # while the two wait: no leg runs, no desktop is held, B is dead
-        status = _status(pg.url)
+        status = _settled_status(pg.url, {p.desktop.server for p in probes[:2]})
         states = {w["worker_id"]: w["state"] for w in status["workers"]}
         assert states == {"A": "alive", "B": "dead"}
         assert status["queues"] == {} or all(
