@@ -28,16 +28,17 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from step_overhead import TimedStandIn
 from vnc_use import VncUseAgent
 from vnc_use.desktops.vnc import VNCController
 from vnc_use.providers.gemini.planner import GeminiComputerUse
 from vnc_use.record.video import VideoRecorder, read_segments
 from vnc_use.testing.desktop import TestDesktop
-from vnc_use.testing.gemini_standin import FunctionCallSpec, GeminiStandIn, Reply
+from vnc_use.testing.gemini_standin import FunctionCallSpec, Reply
 from vnc_use.testing.probe import ProbeLog
 
 WIDTH, HEIGHT = 1440, 900
@@ -47,23 +48,6 @@ MB = 1024 * 1024
 LONG_PAGE = (
     Path(__file__).resolve().parents[1] / "src/vnc_use/evaluation/suites/builtin/pages/long.html"
 )
-
-
-class TimedStandIn(GeminiStandIn):
-    """The stand-in, also noting when each request arrived and was answered."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.times: list[tuple[float, float]] = []
-
-    def _handle(
-        self, method: str, raw_path: str, headers: Mapping[str, str], raw: bytes
-    ) -> tuple[int, dict[str, Any]]:
-        received = time.monotonic()
-        status, answer = super()._handle(method, raw_path, headers, raw)
-        self.times.append((received, time.monotonic()))
-        self.requests[-1].body = None
-        return status, answer
 
 
 def pct(values: list[float], q: float) -> float:
