@@ -691,7 +691,7 @@ class LocalDesktop:
                     break
                 continue
             alive = functools.partial(record.is_ours, state.boot_id)
-            outcome = wait_for_xvnc(number, port, alive, self.start_timeout)
+            outcome = wait_for_xvnc(number, port, record.pid, alive, self.start_timeout)
             if outcome == "ready":
                 return state
             if outcome == "timeout":

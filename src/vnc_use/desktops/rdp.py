@@ -496,7 +496,7 @@ class RdpBridge(Service):
             )
             proc = self._popen(argv, subprocess.DEVNULL)
             alive = functools.partial(_alive, proc)
-            outcome = wait_for_xvnc(number, self.port, alive, 15.0)
+            outcome = wait_for_xvnc(number, self.port, proc.pid, alive, 15.0)
             if outcome == "ready":
                 self._xvnc = proc
                 return

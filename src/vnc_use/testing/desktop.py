@@ -200,7 +200,9 @@ class TestDesktop(Service):
             )
         self.display, self.port = f":{number}", port
         proc = self._proc
-        outcome = wait_for_xvnc(number, port, lambda: proc.poll() is None, self.start_timeout)
+        outcome = wait_for_xvnc(
+            number, port, proc.pid, lambda: proc.poll() is None, self.start_timeout
+        )
         if outcome == "ready":
             return True
         if outcome == "exited":

@@ -18,7 +18,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from vnc_use.desktops.xserver import port_open, stop_process
+from vnc_use.desktops.xserver import display_owner, listens_on, port_open, stop_process
 from vnc_use.testing.desktop import DesktopError, TestDesktop
 
 __all__ = ["X11vncDesktop"]
@@ -73,7 +73,10 @@ class X11vncDesktop(TestDesktop):
             )
         deadline = time.monotonic() + self.start_timeout
         socket_path = Path(f"/tmp/.X11-unix/X{number}")
-        while not socket_path.exists():
+        xvfb_pid = self._xvfb.pid
+        # the display is ours once its lock names our Xvfb (another server may have taken the
+        # number since it was found free: ours then exits, and start() tries another)
+        while not (socket_path.exists() and display_owner(number) == xvfb_pid):
             if self._xvfb.poll() is not None or time.monotonic() > deadline:
                 stop_process(self._xvfb)
                 self._xvfb = None
@@ -107,7 +110,7 @@ class X11vncDesktop(TestDesktop):
                 stop_process(self._xvfb)
                 self._xvfb = None
                 return False
-            if port_open(port):
+            if listens_on(self._proc.pid, port) and port_open(port):
                 return True
             time.sleep(0.05)
         self.stop()
