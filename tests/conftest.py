@@ -31,6 +31,22 @@ settings.load_profile("vnc-use")
 # never touch the state of a real user's desktop: point it at a throw-away folder. Set before
 # any test runs, so CLI subprocesses inherit it too.
 os.environ["VNC_USE_DESKTOP_DIR"] = tempfile.mkdtemp(prefix="vnc-use-test-desktop-")
+# Likewise the RDP state (certificates trusted on first use, the kept-up bridge, FreeRDP's
+# log): one folder per test process, so two xdist workers never write the same files.
+os.environ["VNC_USE_RDP_DIR"] = tempfile.mkdtemp(prefix="vnc-use-test-rdp-")
+
+
+# The suite runs on two pytest-xdist workers (pyproject's addopts: -n 2 --dist loadfile): a
+# module is one unit of work, so its module-scoped desktops, databases and servers start once.
+# The slowest modules are handed out first, so that no long one starts last while the other
+# worker sits idle (a rough order, from `--durations=0` summed per module).
+SLOW_FIRST = ("tests/e2e/test_matrix.py",)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Put the slow modules first (a stable sort: each module keeps its order)."""
+    rank = {path: index for index, path in enumerate(SLOW_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -48,3 +64,4 @@ def pytest_sessionfinish() -> None:
     state_dir = os.environ["VNC_USE_DESKTOP_DIR"]
     LocalDesktop(state_dir=state_dir).down()
     shutil.rmtree(state_dir, ignore_errors=True)
+    shutil.rmtree(os.environ["VNC_USE_RDP_DIR"], ignore_errors=True)
