@@ -91,6 +91,29 @@ def _spec(args: argparse.Namespace) -> dict[str, Any]:
     return spec.to_json()
 
 
+def _next_desktop(args: argparse.Namespace) -> str | None:
+    """``approve``/``deny``/``resume --fleet``: the desktop ``--vnc ADDR`` moves the run to
+    (its ``HOST::PORT``), None to go on where it is; options a fleet's leg cannot honour are
+    refused, never dropped."""
+    if getattr(args, "max_cost", None) is not None:
+        raise ConfigError(
+            f"--max-cost cannot go with {args.command} --fleet yet: the run keeps the cap it "
+            "was started with; drop --max-cost"
+        )
+    if args.rdp or args.vnc_password:
+        raise ConfigError(
+            f"--rdp and --vnc-password cannot go with {args.command} --fleet: give the VNC "
+            "address with --vnc ADDR (the workers' VNC_PASSWORD is its password)"
+        )
+    if args.reconnect_window is not None:
+        raise ConfigError(f"--reconnect-window cannot apply with {args.command} --fleet: drop it")
+    if not args.vnc:
+        return None
+    from vnc_use.fleet.desktops import vnc_address
+
+    return vnc_address(args.vnc)
+
+
 def command(args: argparse.Namespace) -> int:
     """``run`` / ``approve`` / ``deny`` / ``resume`` with ``--fleet``."""
     from vnc_use.fleet.queue import queue_name
@@ -98,20 +121,18 @@ def command(args: argparse.Namespace) -> int:
 
     url = fleet_url(args.fleet)
     spec: dict[str, Any] | None = None
+    desktop: str | None = None
     label = (args.label or DEFAULT_LABEL) if args.command == "run" else DEFAULT_LABEL
     if args.command == "run":  # a bad option fails before the database is reached
         queue_name(label)
         spec = _spec(args)
-    elif getattr(args, "max_cost", None) is not None:
-        raise ConfigError(
-            f"--max-cost cannot go with {args.command} --fleet yet: the run keeps the cap it "
-            "was started with; drop --max-cost"
-        )
+    else:
+        desktop = _next_desktop(args)
     with Submitter(url) as fleet:
         if spec is not None:
             workflow = fleet.start(args.task, spec, label, args.thread_id)
         else:
-            workflow = fleet.answer(args.thread_id, args.command)
+            workflow = fleet.answer(args.thread_id, args.command, desktop=desktop)
         outcome = fleet.wait(workflow)
     status = str(outcome.get("status", "error"))
     if args.json:
