@@ -113,7 +113,7 @@ def test_a_run_whose_local_desktop_died_ends_error_and_resumes_on_another_deskto
         assert f"status: error (thread {TID} on worker A, 0 steps)" in out
         assert "worker B is dead" in a.output
         row = _fleet_runs(pg.url, env)[TID]
-        assert row["status"] == "error" and row["worker"] == "B", row
+        assert (row["status"], row["worker"], row["desktop_kind"]) == ("error", "B", "local")
         assert row["desktop"] != probe.desktop.server  # B's own, still
         # nothing was clicked anywhere: the model's one answer went to the dead worker
         assert len(gemini.requests) == 1 and probe.log.events("press") == []
@@ -138,10 +138,11 @@ def test_a_run_whose_local_desktop_died_ends_error_and_resumes_on_another_deskto
         assert [presses([probe], p) for p in POINTS] == [1, 1]
         assert len(probe.log.events("press")) == 2
         row = _fleet_runs(pg.url, env)[TID]
-        assert (row["status"], row["worker"], row["desktop"]) == (
+        assert (row["status"], row["worker"], row["desktop"], row["desktop_kind"]) == (
             "done",
             "A",
             probe.desktop.server,
+            "vnc",
         )
         for text in (out, err, resumed.stdout, resumed.stderr, row["task"]):
             assert PASSWORD not in text and pg.password not in text
@@ -171,3 +172,52 @@ def test_resume_fleet_refuses_what_a_leg_cannot_honour() -> None:
         done = run_cli(argv, env={"VNC_USE_DATABASE_URL": ""})
         assert done.returncode == 2, (argv, done.stdout, done.stderr)
         assert says in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_a_fleet_database_of_before_desktop_kinds_upgrades_in_place(pg: PostgresServer) -> None:
+    """A runs table made before the fleet kept desktop kinds gains the column when a worker
+    or a submitter opens it; a run pinned then reads as what its address says."""
+    from vnc_use.fleet.db import FleetDb
+    from vnc_use.store import postgres
+
+    admin = postgres.connect(pg.url)
+    try:
+        with admin.cursor() as cur:
+            cur.execute("CREATE DATABASE fleet_before")
+    finally:
+        admin.close()
+    url = pg.url.rsplit("/", 1)[0] + "/fleet_before"
+    old = postgres.connect(url)
+    try:
+        with old.cursor() as cur:
+            cur.execute(
+                "CREATE TABLE vnc_use_fleet_runs (thread_id TEXT PRIMARY KEY, label TEXT NOT NULL,"
+                " task TEXT NOT NULL, spec JSONB NOT NULL, desktop TEXT, worker_id TEXT,"
+                " status TEXT NOT NULL, legs INTEGER NOT NULL DEFAULT 1, result JSONB, report TEXT,"
+                " created TIMESTAMPTZ NOT NULL DEFAULT now(),"
+                " updated TIMESTAMPTZ NOT NULL DEFAULT now())"
+            )
+            cur.execute(
+                "INSERT INTO vnc_use_fleet_runs (thread_id, label, task, spec, desktop, status) "
+                "VALUES ('v1', 'default', 't', '{}', 'desk-01::5901', 'error'), "
+                "('w1', 'default', 't', '{}', 'rdp://win-01:3389', 'error'), "
+                "('q1', 'default', 't', '{}', NULL, 'queued')"
+            )
+    finally:
+        old.close()
+    db = FleetDb(url)
+    try:
+        assert {r.thread_id: r.kind for r in db.runs()} == {"v1": "vnc", "w1": "rdp", "q1": None}
+        db.pin("q1", "127.0.0.1::5902", "local", "B")
+        row = db.run("q1")
+        assert row is not None and (row.desktop_kind, row.worker_id) == ("local", "B")
+        db.repin("q1", "desk-02::5901", "vnc")
+        row = db.run("q1")
+        assert row is not None and (row.desktop, row.kind, row.worker_id) == (
+            "desk-02::5901",
+            "vnc",
+            "B",
+        )
+    finally:
+        db.close()
+    FleetDb(url).close()  # a second opening finds the column there

@@ -181,6 +181,7 @@ def runs_command(args: argparse.Namespace) -> int:
             "label": r.label,
             "worker": r.worker_id or "",
             "desktop": r.desktop or "",
+            "desktop_kind": r.kind or "",
             "task": r.task,
         }
         for r in rows
