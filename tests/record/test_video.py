@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import io
+import json
 import os
 import signal
 import subprocess
@@ -315,6 +316,55 @@ def test_a_killed_run_leaves_a_playable_video(
     video = frames(run_dir / "video.mp4", segment.started)
     assert video[-1][0] >= second["t"]
     assert any(has_ring(image, second["x"], second["y"]) for _, image in video)
+
+
+def test_sigterm_stops_a_run_at_a_step_boundary_with_its_video_and_report_closed(
+    dialog_probe: DialogProbe, tmp_path: Path
+) -> None:
+    """A service manager's SIGTERM is a stop request: the run ends `interrupted` (exit 130,
+    resumable) with its video segment closed and its report written, not killed mid-file."""
+    runs = tmp_path / "runs"
+    log = dialog_probe.log
+    log.clear()
+    with GeminiStandIn() as api:
+        api.script(
+            Reply.calls(FunctionCallSpec("click_at", **grid(*CLICKS[0]))),
+            dataclasses.replace(Reply.calls(FunctionCallSpec("hover_at", x=500, y=500)), latency=2),
+            Reply.text("never asked"),
+        )
+        env = {"GOOGLE_API_KEY": DUMMY_API_KEY, "VNC_PASSWORD": dialog_probe.desktop.password}
+        proc = subprocess.Popen(
+            [
+                *(*CLI, "run", "--vnc", dialog_probe.desktop.server, "--task", "Click"),
+                *("--thread-id", "termed", "--runs-dir", str(runs), "--no-hitl"),
+            ],
+            env={**os.environ, **env},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+        )
+        try:
+            log.wait_type("press", timeout=30)
+            deadline = time.monotonic() + 30
+            while len(api.requests) < 2:  # the model is thinking about step 2
+                assert time.monotonic() < deadline, "the second request never came"
+                time.sleep(0.05)
+            proc.send_signal(signal.SIGTERM)
+            out, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        assert len(api.requests) == 2  # stopped before asking again
+    assert proc.returncode == 130, out + err
+    assert "SIGTERM: stopping after this step" in err and "Traceback" not in err
+    assert "status: interrupted" in out
+    run_dir = runs / "termed"
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"
+    assert (run_dir / "report.html").exists()
+    (segment,) = read_segments(run_dir)
+    assert segment.ended is not None  # closed, not cut off
+    assert frames(run_dir / segment.file, segment.started)
 
 
 def _holds(run_dir: Path, t: float) -> bool:
