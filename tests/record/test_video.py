@@ -380,7 +380,10 @@ def _holds(run_dir: Path, t: float) -> bool:
 
 
 def test_no_video_records_none(dialog_probe: DialogProbe, tmp_path: Path) -> None:
+    """`--no-video` holds for the whole run: its approval leg (no flag repeated) records
+    nothing either."""
     runs = tmp_path / "runs"
+    env = {"GOOGLE_API_KEY": DUMMY_API_KEY}
     with GeminiStandIn() as api:
         api.script(
             Reply.calls(FunctionCallSpec("click_at", **grid(*CLICKS[0]))),
@@ -390,10 +393,13 @@ def test_no_video_records_none(dialog_probe: DialogProbe, tmp_path: Path) -> Non
             [
                 *("run", "--vnc", dialog_probe.desktop.server, "--task", "Click once"),
                 *("--no-video", "--thread-id", "quiet", "--runs-dir", str(runs)),
+                *("--confirm", "click_at"),
             ],
             dialog_probe.desktop,
-            env={"GOOGLE_API_KEY": DUMMY_API_KEY},
+            env=env,
         )
+        assert "awaiting_approval" in proc.stdout, proc.stdout + proc.stderr
+        proc = run_cli(["approve", "quiet", "--runs-dir", str(runs)], dialog_probe.desktop, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     run_dir = runs / "quiet"
     assert (run_dir / "report.html").exists()

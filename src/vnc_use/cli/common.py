@@ -47,18 +47,22 @@ def _fps(text: str) -> float:
 
 
 def add_video_options(p: argparse.ArgumentParser) -> None:
-    """``--no-video`` and ``--video-fps``: the run's ``video.mp4`` (on by default)."""
+    """``--no-video`` / ``--video`` and ``--video-fps``: the run's ``video.mp4`` (on by
+    default for a new run; a continued run keeps its own choice unless one is given)."""
     p.add_argument(
-        "--no-video",
-        action="store_true",
-        help="do not record video.mp4 (recorded by default from the VNC connection)",
+        "--video",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="record video.mp4 from the VNC connection (default: on for a new run; approve, "
+        "deny and resume keep the run's own choice)",
     )
     p.add_argument(
         "--video-fps",
         type=_fps,
-        default=10.0,
+        default=None,
         metavar="N",
-        help="the video's highest frame rate; frames only when the screen changes (default 10)",
+        help="the video's highest frame rate; frames only when the screen changes (default 10, "
+        "or the run's own)",
     )
 
 
