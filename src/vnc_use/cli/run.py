@@ -284,13 +284,11 @@ def _report(result: RunResult) -> None:
 def _refuse_fleet_run(args: argparse.Namespace) -> None:
     """A fleet's run is continued through the fleet (its run folder, whose screenshots the
     model's history needs, is on the workers; the fleet records its outcome): one line."""
-    url = args.checkpointer or config.database_url()
-    if not url or "://" not in url:
-        return
     from vnc_use.fleet.db import fleet_has_run
     from vnc_use.store.postgres import is_postgres_url
 
-    if is_postgres_url(url) and fleet_has_run(url, args.thread_id):
+    url = args.checkpointer or config.database_url()
+    if url and is_postgres_url(url) and fleet_has_run(url, args.thread_id):
         where = f" --vnc {args.vnc}" if args.vnc else ""
         raise ConfigError(
             f"run {args.thread_id} is a fleet run (its run folder is on the workers): "

@@ -264,13 +264,13 @@ class Worker:
         ):
             return None
         me, owner = self.options.worker_id, row.worker_id or "?"
-        states = {str(w["worker_id"]): str(w["state"]) for w in db.workers()}
+        state = {str(w["worker_id"]): str(w["state"]) for w in db.workers()}.get(owner)
         if owner == me:
             why = "which restarted without it"
-        elif states.get(owner) in ("alive", "draining"):
+        elif state == "alive":
             why = f"which worker {me}, taking this leg, cannot reach"
-        else:
-            why = "which is gone"
+        else:  # dead, stopped, or draining (its local desktops stop with it)
+            why = "which is gone" if state != "draining" else "which is stopping"
         return (
             f"run {row.thread_id}'s desktop was a local desktop of worker {owner}, {why}; "
             f"continue it on another desktop: vnc-use resume {row.thread_id} --fleet URL "
