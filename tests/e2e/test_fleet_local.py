@@ -163,10 +163,11 @@ def test_resume_fleet_refuses_what_a_leg_cannot_honour() -> None:
     one line, exit 2, before any database is reached."""
     url = "postgresql://ann@127.0.0.1:1/fleet"
     cases = [
-        (["resume", "t1", "--fleet", url, "--rdp", "host"], "--rdp and --vnc-password"),
-        (["approve", "t1", "--fleet", url, "--vnc-password", "x"], "--rdp and --vnc-password"),
+        (["resume", "t1", "--fleet", url, "--rdp", "host"], "--rdp cannot go with resume"),
+        (["approve", "t1", "--fleet", url, "--vnc-password", "x"], "--vnc-password cannot"),
         (["resume", "t1", "--fleet", url, "--vnc", "no::port::x"], "bad VNC address"),
-        (["deny", "t1", "--fleet", url, "--reconnect-window", "5"], "--reconnect-window"),
+        (["deny", "t1", "--fleet", url, "--reconnect-window", "5"], "--reconnect-window cannot"),
+        (["resume", "t1", "--fleet", url, "--no-video", "--vnc-ca", "x"], "--vnc-ca, --video"),
     ]
     for argv, says in cases:
         done = run_cli(argv, env={"VNC_USE_DATABASE_URL": ""})

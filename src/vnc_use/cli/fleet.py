@@ -91,6 +91,21 @@ def _spec(args: argparse.Namespace) -> dict[str, Any]:
     return spec.to_json()
 
 
+_LEG_DROPS = {
+    "rdp": "--rdp",
+    "vnc_password": "--vnc-password",
+    "vnc_user": "--vnc-user",
+    "vnc_ca": "--vnc-ca",
+    "connect_timeout": "--connect-timeout",
+    "reconnect_window": "--reconnect-window",
+    "checkpointer": "--checkpointer",
+    "video": "--video/--no-video",
+    "video_fps": "--video-fps",
+}
+"""Options of ``approve``/``deny``/``resume`` a fleet's leg cannot honour (the worker's
+environment and the run's spec decide them; the fleet's database is the checkpointer)."""
+
+
 def _next_desktop(args: argparse.Namespace) -> str | None:
     """``approve``/``deny``/``resume --fleet``: the desktop ``--vnc ADDR`` moves the run to
     (its ``HOST::PORT``), None to go on where it is; options a fleet's leg cannot honour are
@@ -100,13 +115,13 @@ def _next_desktop(args: argparse.Namespace) -> str | None:
             f"--max-cost cannot go with {args.command} --fleet yet: the run keeps the cap it "
             "was started with; drop --max-cost"
         )
-    if args.rdp or args.vnc_password:
+    given = [flag for name, flag in _LEG_DROPS.items() if getattr(args, name, None) is not None]
+    if given:
         raise ConfigError(
-            f"--rdp and --vnc-password cannot go with {args.command} --fleet: give the VNC "
-            "address with --vnc ADDR (the workers' VNC_PASSWORD is its password)"
+            f"{', '.join(given)} cannot go with {args.command} --fleet: the worker's environment "
+            "and the run's own settings apply (a desktop's password: the worker's VNC_PASSWORD); "
+            "drop them (a new desktop: --vnc ADDR)"
         )
-    if args.reconnect_window is not None:
-        raise ConfigError(f"--reconnect-window cannot apply with {args.command} --fleet: drop it")
     if not args.vnc:
         return None
     from vnc_use.fleet.desktops import vnc_address
