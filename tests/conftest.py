@@ -40,7 +40,20 @@ os.environ["VNC_USE_RDP_DIR"] = tempfile.mkdtemp(prefix="vnc-use-test-rdp-")
 # module is one unit of work, so its module-scoped desktops, databases and servers start once.
 # The slowest modules are handed out first, so that no long one starts last while the other
 # worker sits idle (a rough order, from `--durations=0` summed per module).
-SLOW_FIRST = ("tests/e2e/test_matrix.py",)
+SLOW_FIRST = (
+    "tests/e2e/test_matrix.py",
+    "tests/cli/test_cli.py",
+    "tests/agent/test_server.py",
+    "tests/desktops/test_rdp.py",
+    "tests/e2e/test_fleet.py",
+    "tests/e2e/test_fleet_local.py",
+    "tests/cli/test_cli_providers.py",
+    "tests/e2e/test_anthropic_e2e.py",
+    "tests/agent/test_hostile.py",
+    "tests/agent/test_bounded.py",
+    "tests/calibration/test_calibrate.py",
+    "tests/desktops/test_localdesktop.py",
+)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
