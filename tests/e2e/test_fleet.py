@@ -11,7 +11,6 @@ the runs waiting for a person hold no leg and no desktop; ``approve --fleet`` fi
 from __future__ import annotations
 
 import json
-import math
 import os
 import signal
 import subprocess
@@ -29,10 +28,13 @@ from vnc_use.testing.postgres import PostgresServer
 
 from cli_tools import CLI, run_cli
 from desktop_fixtures import Probe, start_probe
+from fleet_tools import PASSWORD, WorkerProcess
+from fleet_tools import answered as _answered
+from fleet_tools import fleet_status as _status
+from fleet_tools import presses as _presses
 
 pytestmark = pytest.mark.desktop
 
-PASSWORD = "fleetpw1"
 CONFIRMED = (6, 7)  # the runs that wait for a person
 
 
@@ -58,11 +60,6 @@ def probes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Probe]]:
             desk.stop()
 
 
-def _answered(body: dict[str, Any]) -> int:
-    parts = [p for c in body.get("contents", []) for p in c.get("parts", [])]
-    return sum(1 for p in parts if "functionResponse" in p or "function_response" in p)
-
-
 def _run_number(body: dict[str, Any]) -> int:
     return int(str(body["contents"][0]["parts"][0]["text"]).rsplit("#r", 1)[1].strip())
 
@@ -70,60 +67,6 @@ def _run_number(body: dict[str, Any]) -> int:
 def _points(run: int) -> list[tuple[int, int]]:
     count = 1 if run in CONFIRMED else 3
     return [(80 + run * 110, 300 + k * 150) for k in range(count)]
-
-
-def _presses(probes: list[Probe], grid: tuple[int, int]) -> int:
-    total = 0
-    for probe in probes:
-        w, h = probe.size
-        x, y = grid[0] / 1000 * w, grid[1] / 1000 * h
-        total += sum(
-            1 for e in probe.log.events("press") if math.hypot(e["x"] - x, e["y"] - y) <= 2
-        )
-    return total
-
-
-class WorkerProcess:
-    def __init__(self, name: str, desks: list[Probe], url: str, runs: Path) -> None:
-        argv = [*CLI, "worker", "--database", url, "--worker-id", name, "--runs-dir", str(runs)]
-        argv += ["--vnc", *(p.desktop.server for p in desks)]
-        env = {**os.environ, "VNC_PASSWORD": PASSWORD}
-        env.pop("VNC_USE_DATABASE_URL", None)
-        self.name = name
-        self.lines: list[str] = []
-        self.ready = threading.Event()
-        self.proc = subprocess.Popen(
-            argv,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.append(line)
-            if line.startswith(f"worker {self.name}: labels"):
-                self.ready.set()
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-
-
-def _status(url: str) -> dict[str, Any]:
-    done = run_cli(["fleet", "status", "--fleet", url, "--json"])
-    assert done.returncode == 0, done.stdout + done.stderr
-    found: dict[str, Any] = json.loads(done.stdout)
-    return found
 
 
 def _settled_status(url: str, free: set[str], seconds: float = 30) -> dict[str, Any]:

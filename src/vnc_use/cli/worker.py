@@ -13,6 +13,7 @@ from typing import Any
 from vnc_use.cli.common import EXIT_DONE, add_runs_dir
 from vnc_use.cli.fleet import fleet_url
 from vnc_use.errors import ConfigError
+from vnc_use.fleet.db import DEAD_AFTER, MIN_DEAD_AFTER
 
 __all__ = ["register"]
 
@@ -51,6 +52,15 @@ def register(sub: Any) -> None:
         help="a stable name for this worker (default: the host name); a restarted worker with "
         "the same id takes back its own unfinished legs",
     )
+    p.add_argument(
+        "--dead-after",
+        type=float,
+        default=DEAD_AFTER,
+        metavar="SECONDS",
+        help=f"declare another worker dead when its last heartbeat is this old (hung, or its "
+        f"host gone): end its database sessions and put its legs back on the queues "
+        f"(default {DEAD_AFTER:g}, at least {MIN_DEAD_AFTER:g})",
+    )
     add_runs_dir(p)
     p.set_defaults(func=command)
 
@@ -65,6 +75,11 @@ def command(args: argparse.Namespace) -> int:
         )
     if args.desktops < 0:
         raise ConfigError(f"--desktops must be 0 or more, got {args.desktops}")
+    if not args.dead_after >= MIN_DEAD_AFTER:  # NaN too
+        raise ConfigError(
+            f"--dead-after must be at least {MIN_DEAD_AFTER:g} seconds (a few heartbeats), got "
+            f"{args.dead_after:g}"
+        )
     if not args.vnc and not args.desktops:
         raise ConfigError("a worker needs desktops: --desktops N (local ones) or --vnc ADDR ...")
     options = WorkerOptions(
@@ -74,6 +89,7 @@ def command(args: argparse.Namespace) -> int:
         runs_dir=Path(args.runs_dir).resolve(),
         vnc=list(args.vnc),
         local_desktops=args.desktops,
+        dead_after=args.dead_after,
     )
     worker = Worker(options, say=lambda line: print(line, flush=True))
 

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from vnc_use import config
 from vnc_use.evaluation.desktops import DesktopSlot, EvalDesktop, LocalSlot, VncSlot
 
-__all__ = ["Desk", "DesktopPool"]
+__all__ = ["Desk", "DesktopPool", "NoFreeDesktop"]
+
+
+class NoFreeDesktop(TimeoutError):
+    """None of the worker's desktops (or not the one asked for) came free in time."""
 
 
 @dataclass
@@ -64,7 +69,9 @@ class DesktopPool:
             return any(d.server == server for d in self.desks.values())
 
     def take(self, thread_id: str, server: str | None = None, timeout: float = 600.0) -> Desk:
-        """A free desktop (``server``: that one) for run ``thread_id``; waits for it."""
+        """A free desktop (``server``: that one) for run ``thread_id``; waits for it up to
+        ``timeout`` seconds (:class:`NoFreeDesktop` after that)."""
+        deadline = time.monotonic() + timeout
         with self._changed:
             while True:
                 for desk in self.desks.values():
@@ -74,8 +81,8 @@ class DesktopPool:
                     ):
                         desk.busy_with = thread_id
                         return desk
-                if not self._changed.wait(timeout):
-                    raise TimeoutError(f"no free desktop for run {thread_id} in {timeout:g} s")
+                if not self._changed.wait(max(0.0, deadline - time.monotonic())):
+                    raise NoFreeDesktop(f"no free desktop for run {thread_id} in {timeout:g} s")
 
     def give_back(self, desk: Desk) -> None:
         with self._changed:

@@ -7,10 +7,22 @@ run's spec is in the fleet's runs table. Its workflow id is ``<thread>-leg<N>``,
 enqueued once however often a submitter retries.
 
 A worker is a DBOS process whose executor id is its ``--worker-id``: it listens only to its
-labels' queues, with ``worker_concurrency`` = its desktops (at most one leg per desktop).
+labels' queues. DBOS keeps a queue's ``worker_concurrency`` in the database, one value for
+every worker of the label: it is the most desktops any live worker of the label owns
+(:func:`register_queues`, never lowered while a bigger worker lives), and a worker DBOS hands
+more legs than it has free desktops gives the extra ones back to the queue
+(:mod:`vnc_use.fleet.worker`). Every session DBOS opens in a worker is named after the worker
+(``vnc-use worker <id>: dbos``) so a worker that declares it dead can end them.
+
 When a worker dies, another one hands its PENDING legs back to their queues with DBOS's
-workflow recovery (:func:`recover`, what DBOS's admin "workflow recovery" endpoint calls);
-a leg that is recovered starts again from the top and continues its run from the run's
+workflow recovery (:func:`recover`): ``DBOS._recover_pending_workflows``, the function DBOS's
+documented "Workflow Recovery" admin endpoint (``/dbos-workflow-recovery``, self-hosting
+guide) runs; this DBOS version ships no admin server, and has no public function that does the
+same (``DBOS.resume_workflow`` re-enqueues one workflow whoever runs it now, so a leg another
+worker already took back would run twice; recovery re-enqueues only a workflow still PENDING
+on the dead executor). It is a private name: pyproject.toml pins ``dbos`` to the 3.4 line so
+an upgrade that moves it is a conscious step, and :func:`recover` fails in one line if it is
+gone. A leg that is recovered starts again from the top and continues its run from the run's
 checkpoint (:mod:`vnc_use.fleet.worker`).
 """
 
@@ -30,6 +42,7 @@ __all__ = [
     "launch_worker",
     "queue_name",
     "recover",
+    "register_queues",
     "shutdown",
 ]
 
@@ -69,6 +82,13 @@ def _sqlalchemy_url(url: str) -> str:
     return url.replace("postgresql://", "postgresql+psycopg://", 1)
 
 
+def _session_name(name: str) -> str:
+    """The ``application_name`` of DBOS's sessions in this process (a worker's tag first)."""
+    from vnc_use.store.postgres import session_name
+
+    return session_name(name) or name
+
+
 def launch_worker(
     url: str,
     worker_id: str,
@@ -76,9 +96,9 @@ def launch_worker(
     slots: int,
     leg: Callable[[dict[str, Any]], dict[str, Any]],
 ) -> None:
-    """Start DBOS in this process as executor ``worker_id``, taking legs of ``labels`` (at
-    most ``slots`` at once per queue) into ``leg``. DBOS recovers this executor's own legs
-    left PENDING by an earlier life of the same worker id."""
+    """Start DBOS in this process as executor ``worker_id``, taking legs of ``labels`` into
+    ``leg`` (how many at once: :func:`register_queues`). DBOS recovers this executor's own
+    legs left PENDING by an earlier life of the same worker id."""
     dbos = _dbos()
     logging.getLogger("dbos").setLevel(logging.WARNING)
     dbos.DBOS(
@@ -90,6 +110,8 @@ def launch_worker(
             "log_level": "WARNING",
             "sys_db_pool_size": max(4, slots + 4),
             "notification_listener_polling_interval_sec": 0.2,
+            # every session named after the worker, so a fence finds them (db.FleetDb.fence)
+            "db_engine_kwargs": {"connect_args": {"application_name": _session_name("dbos")}},
         }
     )
 
@@ -100,10 +122,16 @@ def launch_worker(
     names = [queue_name(label) for label in labels]
     dbos.DBOS.listen_queues(names)
     dbos.DBOS.launch()
-    for name in names:
+
+
+def register_queues(concurrency: dict[str, int]) -> None:
+    """Set each label's ``worker_concurrency`` (the legs one worker may take from it at
+    once), creating its queue if need be (after :func:`launch_worker`)."""
+    dbos = _dbos()
+    for label, count in concurrency.items():
         dbos.DBOS.register_queue(
-            name,
-            worker_concurrency=slots,
+            queue_name(label),
+            worker_concurrency=max(1, count),
             polling_interval_sec=POLL_SECONDS,
             on_conflict="always_update",
         )
@@ -111,9 +139,17 @@ def launch_worker(
 
 def recover(worker_id: str) -> int:
     """Hand the PENDING legs of dead executor ``worker_id`` back to their queues (DBOS's
-    workflow recovery); how many."""
+    workflow recovery, see the module's doc); how many."""
     dbos = _dbos()
-    return len(dbos.DBOS._recover_pending_workflows([worker_id]))
+    recover_pending = getattr(dbos.DBOS, "_recover_pending_workflows", None)
+    if recover_pending is None:
+        version = getattr(dbos, "__version__", "this version")
+        raise ConfigError(
+            f"DBOS {version} has no workflow recovery (DBOS._recover_pending_workflows) that "
+            "vnc-use's fleet needs: install the version pyproject.toml pins (pip install "
+            "'vnc-use[fleet]')"
+        )
+    return len(recover_pending([worker_id]))
 
 
 def current_workflow_id() -> str:
@@ -150,8 +186,20 @@ class Enqueuer:
     def __init__(self, url: str) -> None:
         dbos = _dbos()
         _require_queues(url)
+        from sqlalchemy import create_engine
+
+        self._engine = create_engine(
+            _sqlalchemy_url(url),
+            connect_args={
+                "application_name": _session_name("vnc-use fleet client"),
+                "connect_timeout": 10,
+            },
+            pool_size=2,
+            max_overflow=0,
+            pool_pre_ping=True,
+        )
         self._client = dbos.DBOSClient(
-            system_database_url=_sqlalchemy_url(url), application_name=APP_NAME
+            system_database_engine=self._engine, application_name=APP_NAME
         )
 
     def enqueue(self, label: str, workflow_id: str, payload: dict[str, Any]) -> str:
@@ -168,11 +216,28 @@ class Enqueuer:
         value = self._client.retrieve_workflow(workflow_id).get_result(polling_interval_sec=0.2)
         return dict(value) if isinstance(value, dict) else {}
 
-    def pending(self, label: str | None = None) -> list[dict[str, Any]]:
-        """Legs queued or running, oldest first: workflow id, status, queue, executor."""
+    def outcome(self, workflow_id: str) -> dict[str, Any]:
+        """The outcome of a leg, following its hand-backs to the leg that ran."""
+        while True:
+            found = self.result(workflow_id)
+            handed = found.get("handed_back")
+            if not handed:
+                return found
+            workflow_id = str(handed)
+
+    def pending(
+        self, label: str | None = None, executors: list[str] | None = None
+    ) -> list[dict[str, Any]]:
+        """Legs queued or running (of those executors), oldest first: workflow id, status,
+        queue, executor."""
         names = None if label is None else queue_name(label)
         found = self._client.list_workflows(
-            status=["ENQUEUED", "PENDING"], name=LEG_WORKFLOW, queue_name=names
+            status=["ENQUEUED", "PENDING"],
+            name=LEG_WORKFLOW,
+            queue_name=names,
+            executor_id=executors,
+            load_input=False,
+            load_output=False,
         )
         return [
             {
@@ -184,5 +249,11 @@ class Enqueuer:
             for w in found
         ]
 
+    def worker_concurrency(self, label: str) -> int | None:
+        """How many legs of ``label`` one worker may take at once (None: no queue yet)."""
+        found = self._client.retrieve_queue(queue_name(label))
+        return None if found is None else found.worker_concurrency
+
     def destroy(self) -> None:
         self._client.destroy()
+        self._engine.dispose()

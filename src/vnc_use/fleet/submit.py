@@ -78,10 +78,6 @@ class Submitter:
         return row
 
     def wait(self, workflow_id: str) -> dict[str, Any]:
-        """The outcome of the leg (following hand-overs of a draining worker)."""
-        while True:
-            outcome = self.enqueuer.result(workflow_id)
-            handed = outcome.get("handed_back")
-            if not handed:
-                return outcome
-            workflow_id = str(handed)
+        """The outcome of the leg (following its hand-backs: a draining worker's, a worker's
+        with no free desktop)."""
+        return self.enqueuer.outcome(workflow_id)

@@ -1,0 +1,135 @@
+"""Helpers of the fleet tests: worker processes, the fleet's status, probe clicks, and which
+PostgreSQL sessions a process holds."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import threading
+from pathlib import Path
+from typing import Any
+
+from cli_tools import CLI, run_cli
+from desktop_fixtures import Probe
+
+__all__ = [
+    "PASSWORD",
+    "WorkerProcess",
+    "answered",
+    "fleet_status",
+    "presses",
+    "sessions_of",
+]
+
+PASSWORD = "fleetpw1"
+"""The VNC password of the fleet tests' probe desktops (the workers' VNC_PASSWORD)."""
+
+
+def answered(body: dict[str, Any]) -> int:
+    """How many function calls a model request answers (the run's actions so far)."""
+    parts = [p for c in body.get("contents", []) for p in c.get("parts", [])]
+    return sum(1 for p in parts if "functionResponse" in p or "function_response" in p)
+
+
+def presses(probes: list[Probe], grid: tuple[int, int]) -> int:
+    """How many presses landed at grid point ``grid`` (0-999) on any of the probes."""
+    total = 0
+    for probe in probes:
+        w, h = probe.size
+        x, y = grid[0] / 1000 * w, grid[1] / 1000 * h
+        total += sum(
+            1 for e in probe.log.events("press") if math.hypot(e["x"] - x, e["y"] - y) <= 2
+        )
+    return total
+
+
+class WorkerProcess:
+    """``vnc-use worker`` in a subprocess over the probes' desktops (``--vnc``)."""
+
+    def __init__(
+        self, name: str, desks: list[Probe], url: str, runs: Path, extra: tuple[str, ...] = ()
+    ) -> None:
+        argv = [*CLI, "worker", "--database", url, "--worker-id", name, "--runs-dir", str(runs)]
+        argv += ["--vnc", *(p.desktop.server for p in desks), *extra]
+        env = {**os.environ, "VNC_PASSWORD": PASSWORD}
+        env.pop("VNC_USE_DATABASE_URL", None)
+        self.name = name
+        self.lines: list[str] = []
+        self.ready = threading.Event()
+        self.proc = subprocess.Popen(
+            argv,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append(line)
+            if line.startswith(f"worker {self.name}: labels"):
+                self.ready.set()
+
+    def output(self) -> str:
+        """What it printed so far (all of it once it exited)."""
+        if self.proc.poll() is not None:
+            self._reader.join(10)
+        return "".join(self.lines)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)  # a stopped one cannot take a SIGTERM
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+
+def fleet_status(url: str) -> dict[str, Any]:
+    """``vnc-use fleet status --json``."""
+    done = run_cli(["fleet", "status", "--fleet", url, "--json"])
+    assert done.returncode == 0, done.stdout + done.stderr
+    found: dict[str, Any] = json.loads(done.stdout)
+    return found
+
+
+def _tcp_ports(pid: int, server_port: int) -> set[int]:
+    """The local ports of the TCP connections process ``pid`` has open to ``server_port``
+    (from /proc)."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:  # closed meanwhile
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:[") : -1])
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[9] in inodes and int(fields[2].rsplit(":", 1)[1], 16) == server_port:
+                ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
+def sessions_of(conn: Any, pid: int, server_port: int) -> list[str]:
+    """The ``application_name`` of every session process ``pid`` holds with the PostgreSQL
+    server on 127.0.0.1:``server_port``, from ``pg_stat_activity`` (on the test's ``conn``)."""
+    ports = sorted(_tcp_ports(pid, server_port))
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT application_name FROM pg_stat_activity WHERE client_port = ANY(%s) "
+            "AND client_addr = '127.0.0.1'",
+            (ports,),
+        )
+        return [str(row["application_name"]) for row in cur.fetchall()]
