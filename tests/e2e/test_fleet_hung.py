@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import signal
@@ -30,7 +31,7 @@ from vnc_use.testing.desktop import TestDesktop
 from vnc_use.testing.gemini_standin import FunctionCallSpec, GeminiStandIn, Reply
 from vnc_use.testing.postgres import PostgresServer
 
-from cli_tools import CLI
+from cli_tools import CLI, run_cli
 from desktop_fixtures import Probe, start_probe
 from fleet_tools import PASSWORD, WorkerProcess, answered, fleet_status, presses, sessions_of
 
@@ -86,6 +87,51 @@ def _press(probes: list[Probe], grid: tuple[int, int]) -> tuple[int, float]:
         ]
     assert len(found) == 1, (grid, found)
     return found[0]
+
+
+def test_a_fence_ends_every_session_of_that_worker_and_no_other(
+    pg: PostgresServer, tmp_path: Path
+) -> None:
+    """A worker's sessions (its liveness lock, a leg's checkpoints, journal and desktop lease)
+    are named after it; a fence ends those and no other, and frees their locks."""
+    import psycopg
+
+    from vnc_use.fleet.db import FleetDb, worker_tag
+    from vnc_use.store.lease import LeaseBusy
+    from vnc_use.store.storage import open_storage
+
+    postgres.tag_sessions(worker_tag("FT"))
+    try:
+        alive = FleetDb(pg.url, application_name="heartbeat")
+        assert alive.hold_worker_lock("FT")
+        storage = open_storage(pg.url, tmp_path / "ft")
+        _ = storage.checkpointer
+        journal = storage.journal("t1")
+        lease = storage.lease("127.0.0.1::5999", "t1")
+        lease.acquire(timeout=0)
+    finally:
+        postgres.tag_sessions(None)
+    fencer = FleetDb(pg.url)
+    bystander = FleetDb(pg.url, application_name="vnc-use worker FT2")  # a longer id
+    other = open_storage(pg.url, tmp_path / "other")
+    try:
+        with pytest.raises(LeaseBusy, match="in use by run t1"):  # the holder, not the tag
+            other.lease("127.0.0.1::5999", "t2").acquire(timeout=0)
+        assert not fencer.worker_lock_free("FT")
+        assert fencer.fence("FT") >= 4  # liveness, checkpoints, journal, lease
+        assert fencer.worker_lock_free("FT")
+        with other.lease("127.0.0.1::5999", "t2").hold(timeout=0):
+            pass
+        with pytest.raises(psycopg.OperationalError):
+            journal.dispatched("0:0", "click_at", 1)  # nothing more is journaled, so sent
+        with pytest.raises(psycopg.OperationalError):
+            alive.heartbeat("FT", {})
+        assert alive.lost()
+        assert bystander.worker_state("FT") is None and not bystander.lost()
+    finally:
+        for close in (other.close, storage.close, bystander.close, fencer.close, alive.close):
+            with contextlib.suppress(psycopg.Error):  # ended by the fence
+                close()
 
 
 @pytest.mark.timeout(300)
@@ -241,3 +287,19 @@ def test_workers_of_one_and_two_desktops_share_a_label_one_leg_per_desktop(
         for worker in workers:
             worker.stop()
     assert [w.proc.returncode for w in workers] == [0, 0], [w.output() for w in workers]
+
+
+def test_worker_usage_problems_of_fencing_are_one_line() -> None:
+    """A worker id that cannot name its sessions, a --dead-after shorter than a few
+    heartbeats: one line, exit 2, before the database is reached."""
+    url = "postgresql://ann@127.0.0.1:1/fleet"
+    cases = [
+        (["--worker-id", "host a"], "worker id 'host a'"),
+        (["--worker-id", "h" * 41], "at most 40"),
+        (["--dead-after", "2"], "--dead-after must be at least 3 seconds"),
+        (["--dead-after", "nan"], "--dead-after must be at least 3 seconds"),
+    ]
+    for extra, says in cases:
+        done = run_cli(["worker", "--database", url, "--vnc", "127.0.0.1::5901", *extra])
+        assert done.returncode == 2, (extra, done.stdout, done.stderr)
+        assert says in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr

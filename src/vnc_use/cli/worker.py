@@ -49,8 +49,8 @@ def register(sub: Any) -> None:
         "--worker-id",
         default=None,
         metavar="ID",
-        help="a stable name for this worker (default: the host name); a restarted worker with "
-        "the same id takes back its own unfinished legs",
+        help="a stable name for this worker (letters, digits, '.', '_', '-'; default: the host "
+        "name); a restarted worker with the same id takes back its own unfinished legs",
     )
     p.add_argument(
         "--dead-after",
@@ -66,7 +66,7 @@ def register(sub: Any) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
-    from vnc_use.fleet.worker import Worker, WorkerOptions
+    from vnc_use.fleet.worker import Worker, WorkerOptions, check_worker_id
 
     if args.rdp:
         raise ConfigError(
@@ -82,9 +82,11 @@ def command(args: argparse.Namespace) -> int:
         )
     if not args.vnc and not args.desktops:
         raise ConfigError("a worker needs desktops: --desktops N (local ones) or --vnc ADDR ...")
+    worker_id = args.worker_id or socket.gethostname()
+    check_worker_id(worker_id)
     options = WorkerOptions(
         database=fleet_url(args.database),
-        worker_id=args.worker_id or socket.gethostname(),
+        worker_id=worker_id,
         labels=list(args.label),
         runs_dir=Path(args.runs_dir).resolve(),
         vnc=list(args.vnc),
