@@ -295,9 +295,7 @@ def test_worker_usage_problems_of_fencing_are_one_line() -> None:
     url = "postgresql://ann@127.0.0.1:1/fleet"
     cases = [
         (["--worker-id", "host a"], "worker id 'host a'"),
-        (["--worker-id", "h" * 41], "at most 40"),
         (["--dead-after", "2"], "--dead-after must be at least 3 seconds"),
-        (["--dead-after", "nan"], "--dead-after must be at least 3 seconds"),
     ]
     for extra, says in cases:
         done = run_cli(["worker", "--database", url, "--vnc", "127.0.0.1::5901", *extra])
