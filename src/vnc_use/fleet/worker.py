@@ -20,14 +20,15 @@ import os
 import socket
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from vnc_use.desktops.target import DesktopTarget
 from vnc_use.errors import VncUseError
 from vnc_use.fleet import queue
 from vnc_use.fleet.db import FleetDb, RunRow
-from vnc_use.fleet.desktops import Desk, DesktopPool
+from vnc_use.fleet.desktops import Desk, DesktopPool, reach_leg
 from vnc_use.fleet.leg import LegRequest, drive_leg, report_of, result_json
 from vnc_use.status import RunStatus
 
@@ -48,6 +49,11 @@ class WorkerOptions:
     vnc: list[str] = field(default_factory=list)
     local_desktops: int = 0
     desktop_size: tuple[int, int] = (1280, 800)
+    rdp: list[str] = field(default_factory=list)
+    """RDP hosts (``HOST[:PORT]``) this worker owns, each through a bridge kept up."""
+    rdp_settings: DesktopTarget = field(default_factory=DesktopTarget)
+    """How to reach an RDP host (user name, domain, size, ...; the password's variable):
+    this worker's own hosts and those of runs it goes on with (their worker died)."""
 
 
 class Worker:
@@ -78,6 +84,9 @@ class Worker:
             )
         for address in o.vnc:
             self.pool.add_vnc(address)
+        for host in o.rdp:
+            log_path = o.runs_dir / ".fleet-desktops" / o.worker_id / f"rdp-{host}.log"
+            self.pool.add_rdp(replace(o.rdp_settings, rdp_server=host), log_path)
         for n in range(o.local_desktops):
             root = o.runs_dir / ".fleet-desktops" / o.worker_id / f"desktop-{n + 1}"
             self.pool.add_local(root, o.desktop_size)
@@ -199,20 +208,9 @@ class Worker:
             return {"status": "error", "error": f"no fleet run {tid!r}"}
         desk = self._desk_for(row)
         server = desk.server if desk is not None else str(row.desktop)
-        password = desk.password if desk is not None else None
         try:
             db.pin(tid, server, self.options.worker_id)
-            request = LegRequest(
-                payload, row.spec, server, password, self.options.runs_dir, self.options.database
-            )
-            try:
-                result = result_json(drive_leg(request, lambda a: self._running(tid, a)))
-            except VncUseError as exc:
-                result = {"status": "error", "thread_id": tid, "error": str(exc)}
-            except Exception as exc:  # a bug: the run stays resumable, the asker sees one line
-                log.exception("leg of run %s failed", tid)
-                error = f"internal error on worker {self.options.worker_id}: {exc!r}"
-                result = {"status": "error", "thread_id": tid, "error": error}
+            result = self._drive(payload, row, desk, server)
         finally:
             if desk is not None:
                 self.pool.give_back(desk)
@@ -220,6 +218,27 @@ class Worker:
         if result["status"] == RunStatus.INTERRUPTED.value and self.draining.is_set():
             return self._hand_back(payload, "resume")
         return {"worker": self.options.worker_id, **result}
+
+    def _drive(
+        self, payload: dict[str, Any], row: RunRow, desk: Desk | None, server: str
+    ) -> dict[str, Any]:
+        """The leg on its desktop (``desk``, else ``server`` elsewhere: a VNC address, an RDP
+        host through a bridge of ours); its result as JSON (a failure: one line, the run stays
+        resumable)."""
+        o, tid = self.options, row.thread_id
+        try:
+            with reach_leg(desk, server, o.rdp_settings, o.runs_dir / tid, o.worker_id) as at:
+                rdp = (at.target, at.reached) if at.target and at.reached else None
+                request = LegRequest(
+                    payload, row.spec, at.server, at.password, o.runs_dir, o.database, rdp=rdp
+                )
+                return result_json(drive_leg(request, lambda a: self._running(tid, a)))
+        except VncUseError as exc:
+            return {"status": "error", "thread_id": tid, "error": str(exc)}
+        except Exception as exc:  # a bug: the run stays resumable, the asker sees one line
+            log.exception("leg of run %s failed", tid)
+            error = f"internal error on worker {o.worker_id}: {exc!r}"
+            return {"status": "error", "thread_id": tid, "error": error}
 
     def _eval_leg(self, payload: dict[str, Any]) -> dict[str, Any]:
         """A task of ``eval --fleet``: setup, agent and check on a desktop of ours."""
