@@ -179,8 +179,8 @@ def _desktops_of(url: str, worker: str, seconds: float = 20) -> dict[str, Any]:
         time.sleep(0.3)
 
 
-def _submit(url: str, tid: str, env: dict[str, str]) -> subprocess.Popen[str]:
-    argv = [*CLI, "run", "--fleet", url, "--task", f"Click the canvas ({tid})"]
+def _submit(tid: str, env: dict[str, str]) -> subprocess.Popen[str]:
+    argv = [*CLI, "run", "--fleet", "env", "--task", f"Click the canvas ({tid})"]
     return subprocess.Popen(
         [*argv, "--thread-id", tid, "--no-hitl"],
         env=env,
@@ -219,21 +219,25 @@ def test_a_worker_owns_an_rdp_host_and_another_goes_on_when_it_dies(
     assert db_password
     owner_args = ["--rdp", rdp.address, "--rdp-user", USER, "--rdp-size", f"{WIDTH}x{HEIGHT}"]
     owner = Worker("R1", owner_args, pg.url, runs, _env(tmp_path, "r1", RDP_PASSWORD=PASSWORD))
+    bare: Worker | None = None
     other: Worker | None = None
-    submit_env = {k: v for k, v in _env(tmp_path, "s").items() if k != "GOOGLE_API_KEY"}
+    submit_env = _env(tmp_path, "s", VNC_USE_DATABASE_URL=pg.url)
+    submit_env.pop("GOOGLE_API_KEY", None)  # the submitter has no model key: the workers do
     submitter: subprocess.Popen[str] | None = None
     orphans: list[int] = []
+    seen: list[str] = []  # what the commands printed
     try:
         assert owner.ready.wait(90), owner.output
         assert pin in owner.output
         # a run submitted from another process lands its click once, on the RDP host
         since = len(probe.log.events("press"))
-        out, err = _submit(pg.url, "r1", submit_env).communicate(timeout=90)
+        out, err = _submit("r1", submit_env).communicate(timeout=90)
         assert "status: done" in out and "on worker R1" in out, out + err + owner.output
         assert len(_presses(probe, point, since)) == 1
         assert len(probe.log.events("press")[since:]) == 1
-        status = run_cli(["fleet", "status", "--fleet", pg.url], env=submit_env)
+        status = run_cli(["fleet", "status", "--fleet", "env"], env=submit_env)
         assert status.returncode == 0, status.stderr
+        seen.append(out + err + status.stdout + status.stderr)
         assert "127.0.0.1::" not in status.stdout, status.stdout  # not the bridge's address
         assert any(pin in line and "free" in line for line in status.stdout.splitlines())
         saved = json.loads((runs / "r1" / "run.json").read_text())
@@ -248,28 +252,43 @@ def test_a_worker_owns_an_rdp_host_and_another_goes_on_when_it_dies(
             assert time.monotonic() < deadline, bridge
             time.sleep(0.1)
         since = len(probe.log.events("press"))
-        out, err = _submit(pg.url, "r1b", submit_env).communicate(timeout=90)
+        out, err = _submit("r1b", submit_env).communicate(timeout=90)
+        seen.append(out + err)
         assert "status: done" in out and "on worker R1" in out, out + err + owner.output
         assert len(_presses(probe, point, since)) == 1
         # the owner is SIGKILLed while r2 waits for the model; a worker with no RDP host of its
         # own (its desktop is a VNC one) goes on with r2 on the RDP host, with its own bridge
         since = len(probe.log.events("press"))
-        submitter = _submit(pg.url, "r2", submit_env)
+        submitter = _submit("r2", submit_env)
         assert asked.wait(60), owner.output
         assert _desktops_of(pg.url, "R1") == {pin: "r2"}  # busy with r2
         orphans = owner.descendants()
         owner.proc.send_signal(signal.SIGKILL)
         owner.proc.wait(10)
-        other_env = _env(tmp_path, "r2", RDP_PASSWORD=PASSWORD, RDP_USERNAME=USER)
-        other = Worker("R2", ["--vnc", "127.0.0.1::1"], pg.url, runs, other_env)
+        # first a worker without RDP credentials: the leg ends error, one line naming them
+        bare = Worker("R2", ["--vnc", "127.0.0.1::1"], pg.url, runs, _env(tmp_path, "r2"))
         go_on.set()
         out, err = submitter.communicate(timeout=90)
-        assert "status: done" in out and "on worker R2" in out, out + err + other.output
-        assert "worker R1 is dead" in other.output
-        # R2 held the server to the certificate R1 had seen (run.json): nothing trusted on
+        seen.append(out + err)
+        assert submitter.returncode == 1 and "on worker R2" in out, out + err + bare.output
+        line = one_line(err)
+        assert pin in line and "RDP_PASSWORD" in line and "RDP_USERNAME" in line, line
+        assert "worker R1 is dead" in bare.output
+        bare.stop()
+        seen.append(bare.output)
+        assert bare.proc.returncode == 0, bare.output
+        # then one with them: resume --fleet goes on with r2 on the RDP host
+        other_env = _env(tmp_path, "r3", RDP_PASSWORD=PASSWORD, RDP_USERNAME=USER)
+        other = Worker("R3", ["--vnc", "127.0.0.1::1"], pg.url, runs, other_env)
+        assert other.ready.wait(90), other.output
+        resumed = run_cli(["resume", "--fleet", "env", "r2"], env=submit_env, timeout=90)
+        seen.append(resumed.stdout + resumed.stderr)
+        assert resumed.returncode == 0, resumed.stdout + resumed.stderr + other.output
+        assert "status: done" in resumed.stdout and "on worker R3" in resumed.stdout
+        # R3 held the server to the certificate R1 had seen (run.json): nothing trusted on
         # first use in its own store
         assert (tmp_path / "rdp-state-r1" / "known_hosts.json").is_file()
-        assert not (tmp_path / "rdp-state-r2" / "known_hosts.json").exists()
+        assert not (tmp_path / "rdp-state-r3" / "known_hosts.json").exists()
         assert len(_presses(probe, point, since)) == 1
         assert len(probe.log.events("press")[since:]) == 1
         assert not gemini.violations
@@ -278,7 +297,7 @@ def test_a_worker_owns_an_rdp_host_and_another_goes_on_when_it_dies(
         assert pin in tables and "127.0.0.1::" not in tables.replace("127.0.0.1::1", "")
         for secret in (PASSWORD, db_password):
             assert secret not in tables
-            assert secret not in owner.output + other.output + out + err + status.stdout
+            assert secret not in owner.output + other.output + "".join(seen)
             assert files_containing(runs, secret.encode()) == []
     finally:
         go_on.set()
@@ -291,9 +310,10 @@ def test_a_worker_owns_an_rdp_host_and_another_goes_on_when_it_dies(
         for pid in orphans:  # the killed worker's bridge outlived it
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
-        if other is not None:
-            other.stop()
-    assert other.proc.returncode == 0, other.output
+        for worker in (bare, other):
+            if worker is not None:
+                worker.stop()
+    assert other is not None and other.proc.returncode == 0, other.output
 
 
 def test_a_wrong_rdp_password_stops_the_worker_at_its_start_in_one_line(
