@@ -319,6 +319,8 @@ def test_a_worker_owns_an_rdp_host_and_another_goes_on_when_it_dies(
 def test_a_wrong_rdp_password_stops_the_worker_at_its_start_in_one_line(
     pg: PostgresServer, rdp: RdpShadowServer, tmp_path: Path
 ) -> None:
+    """A refused login: exit 1 and one line at the worker's start. With the right password the
+    worker starts its bridge, and on SIGTERM stops it with itself."""
     args = ["worker", "--worker-id", "bad", "--rdp", rdp.address, "--rdp-user", USER]
     env = _env(tmp_path, "bad", RDP_PASSWORD="not-the-password", VNC_USE_DATABASE_URL=pg.url)
     done = run_cli([*args, "--runs-dir", str(tmp_path / "runs")], env=env, timeout=60)
@@ -326,3 +328,18 @@ def test_a_wrong_rdp_password_stops_the_worker_at_its_start_in_one_line(
     line = one_line(done.stderr)
     assert "RDP_PASSWORD" in line and rdp.address in line, line
     assert "not-the-password" not in done.stdout + done.stderr
+    good = Worker(
+        "good",
+        ["--rdp", rdp.address, "--rdp-user", USER],
+        pg.url,
+        tmp_path / "runs",
+        _env(tmp_path, "good", RDP_PASSWORD=PASSWORD),
+    )
+    try:
+        assert good.ready.wait(90), good.output
+        bridge = good.descendants()
+        assert bridge and all(_alive(pid) for pid in bridge)
+    finally:
+        good.stop()
+    assert good.proc.returncode == 0, good.output
+    assert not any(_alive(pid) for pid in bridge)
