@@ -346,8 +346,10 @@ def add_login_and_paste(p: argparse.ArgumentParser) -> None:
 
 
 def video_fields(args: argparse.Namespace) -> dict[str, Any]:
-    """The RunSpec fields of ``--no-video`` / ``--video-fps``."""
-    return {"video": not args.no_video, "video_fps": args.video_fps}
+    """The RunSpec fields of ``--video`` / ``--no-video`` / ``--video-fps`` that were given
+    (the others stay the spec's: its default, or the recorded run's)."""
+    fields = {"video": args.video, "video_fps": args.video_fps}
+    return {k: v for k, v in fields.items() if v is not None}
 
 
 def desktop_target(

@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -20,7 +16,13 @@ from vnc_use.cli import fleet as fleet_commands
 from vnc_use.cli import progress
 from vnc_use.cli import server as server_commands
 from vnc_use.cli.ask import ask_approval
-from vnc_use.cli.common import EXIT_CODES, EXIT_ERROR, add_runs_dir, add_video_options
+from vnc_use.cli.common import (
+    EXIT_CODES,
+    EXIT_ERROR,
+    add_runs_dir,
+    add_video_options,
+    stop_on_signals,
+)
 from vnc_use.cli.options import (
     add_budget_options,
     add_connection_options,
@@ -348,26 +350,6 @@ def _warn(agent: Any) -> Any:
     return agent
 
 
-@contextmanager
-def _stop_on_ctrl_c(agent: Any) -> Iterator[None]:
-    """First Ctrl-C: stop at the next step boundary (resumable). Second: stop at once."""
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        print(
-            "\nvnc-use: stopping after this step (Ctrl-C again to stop at once)",
-            file=sys.stderr,
-            flush=True,
-        )
-        agent.request_stop()
-
-    previous = signal.signal(signal.SIGINT, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
 def _drive(
     args: argparse.Namespace,
     spec: RunSpec,
@@ -377,7 +359,7 @@ def _drive(
     thread_id: str,
 ) -> RunResult:
     agent = _make_agent(args, spec, planner, reached, saved)
-    with agent, _stop_on_ctrl_c(agent):
+    with agent, stop_on_signals(agent.request_stop, "stopping after this step"):
         if args.command == "run":
             result: RunResult = agent.run(task=args.task, thread_id=thread_id)
         elif args.command == "approve":
