@@ -1,9 +1,10 @@
 """``vnc-use worker``: a long-running process per desktop host that takes run legs from the
 fleet's queues (see :mod:`vnc_use.fleet`).
 
-- It owns desktops (:mod:`vnc_use.fleet.desktops`) and takes at most one leg per desktop
-  (DBOS's ``worker_concurrency``); a leg of a run pinned to another host's desktop (a run
-  whose worker died) connects there.
+- It owns desktops (:mod:`vnc_use.fleet.desktops`: local, VNC, RDP hosts through bridges it
+  keeps up) and takes at most one leg per desktop (DBOS's ``worker_concurrency``); a leg of a
+  run pinned to another host's desktop (a run whose worker died) connects there (an RDP
+  host: through a bridge of its own for the leg).
 - It heartbeats every :data:`HEARTBEAT_SECONDS` and holds its liveness lock; every
   :data:`WATCH_SECONDS` it looks for dead workers (lock free: the process is gone; heartbeat
   older than :data:`~vnc_use.fleet.db.DEAD_AFTER`: hung or unreachable), declares them dead
