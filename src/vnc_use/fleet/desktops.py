@@ -175,7 +175,8 @@ def _away_target(pin: str, settings: DesktopTarget, run_dir: Path) -> DesktopTar
     first bridge recorded in run.json (the workers share the runs folder), when it did."""
     from vnc_use.record import run_record
 
-    target = replace(settings, rdp_server=pin.removeprefix(RDP_PREFIX), local=False)
+    host = pin.removeprefix(RDP_PREFIX)  # this worker's own pin is for its own host only
+    target = replace(settings, rdp_server=host, local=False, rdp_cert_fingerprint=None)
     record = run_record.load(run_dir)
     rdp = (record.rdp if record is not None else None) or {}
     size = rdp.get("size")
