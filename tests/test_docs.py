@@ -50,6 +50,10 @@ COVERED: list[tuple[str, tuple[str, ...]]] = [
         ("test_a_fleet_of_two_workers_survives_one_killed_and_waits_for_people",),
     ),
     (
+        r"vnc-use resume \S+ --fleet \S+ --vnc \S+",
+        ("test_a_run_whose_local_desktop_died_ends_error_and_resumes_on_another_desktop",),
+    ),
+    (
         r"vnc-use eval --suite builtin --fleet \S+ --label eval --out \S+",
         ("test_eval_fleet_runs_the_builtin_suite_over_two_workers_one_killed",),
     ),

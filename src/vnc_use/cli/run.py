@@ -212,6 +212,8 @@ def command(args: argparse.Namespace) -> int:
         return server_commands.command(args)
     if getattr(args, "fleet", None):  # a worker of the fleet does the run
         return fleet_commands.command(args)
+    if args.command in ("approve", "deny", "resume"):
+        _refuse_fleet_run(args)
     saved = None if args.command == "run" else _run_settings(args)
     spec = run_spec(args) if saved is None else saved_run_spec(args, saved)
     # the local desktop starts only for a model that is ready (its key set); an RDP bridge
@@ -277,6 +279,22 @@ def _report(result: RunResult) -> None:
             f"  approve: vnc-use approve {result.thread_id}   deny: vnc-use deny {result.thread_id}"
         )
     print(f"run folder: {result.run_dir}")
+
+
+def _refuse_fleet_run(args: argparse.Namespace) -> None:
+    """A fleet's run is continued through the fleet (its run folder, whose screenshots the
+    model's history needs, is on the workers; the fleet records its outcome): one line."""
+    from vnc_use.fleet.db import fleet_has_run
+    from vnc_use.store.postgres import is_postgres_url
+
+    url = args.checkpointer or config.database_url()
+    if url and is_postgres_url(url) and fleet_has_run(url, args.thread_id):
+        where = f" --vnc {args.vnc}" if args.vnc else ""
+        raise ConfigError(
+            f"run {args.thread_id} is a fleet run (its run folder is on the workers): "
+            f"continue it through the fleet: vnc-use {args.command} {args.thread_id} --fleet URL"
+            f"{where}"
+        )
 
 
 def _run_settings(args: argparse.Namespace) -> dict[str, Any]:

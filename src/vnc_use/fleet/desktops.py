@@ -22,7 +22,16 @@ from vnc_use.errors import VncUseError
 from vnc_use.evaluation.desktops import DesktopSlot, EvalDesktop, LocalSlot, VncSlot
 from vnc_use.evaluation.rdp import RdpSlot
 
-__all__ = ["RDP_PREFIX", "Desk", "DesktopPool", "LegDesktop", "is_rdp_pin", "rdp_pin", "reach_leg"]
+__all__ = [
+    "RDP_PREFIX",
+    "Desk",
+    "DesktopPool",
+    "LegDesktop",
+    "is_rdp_pin",
+    "rdp_pin",
+    "reach_leg",
+    "vnc_address",
+]
 
 RDP_PREFIX = "rdp://"
 
@@ -50,13 +59,26 @@ class LegDesktop:
     reached: ReachedDesktop | None = None
 
 
+def vnc_address(server: str) -> str:
+    """A VNC address as the fleet records it (``HOST::PORT``), so a run's pin and a
+    worker's ``--vnc`` compare equal however each was written."""
+    from vnc_use.desktops.address import parse_server
+
+    host, port = parse_server(server)
+    return f"{host}::{port}"
+
+
 @dataclass
 class Desk:
-    """One desktop the worker owns."""
+    """One desktop the worker owns; ``kind`` (:data:`~vnc_use.fleet.db.DESKTOP_KINDS`):
+    ``vnc`` for one someone else runs (any worker can reach it), ``local`` for one this
+    worker started (only this worker reaches it), ``rdp`` for an RDP host (any worker can
+    reach it, through a bridge of its own)."""
 
     server: str
     password: str | None
     slot: DesktopSlot
+    kind: str = "vnc"
     busy_with: str | None = None
 
     def fresh(self) -> EvalDesktop:
@@ -88,19 +110,16 @@ class DesktopPool:
         self._changed = threading.Condition()
 
     def add_vnc(self, server: str) -> None:
-        from vnc_use.desktops.address import parse_server
-
-        host, port = parse_server(server)
-        address = f"{host}::{port}"
+        address = vnc_address(server)
         slot = VncSlot(address, address, config.vnc_password())
-        self.desks[slot.name] = Desk(address, slot.password, slot)
+        self.desks[slot.name] = Desk(address, slot.password, slot, kind="vnc")
 
     def add_local(self, root: Path, size: tuple[int, int]) -> None:
         # one password for the fleet's desktops (VNC_PASSWORD), so another worker can go on
         # with a run whose worker died; else each desktop's own
         slot = LocalSlot(root, size, reuse=True, password=config.vnc_password())
         opened = slot.open()
-        self.desks[slot.name] = Desk(opened.server, opened.password, slot)
+        self.desks[slot.name] = Desk(opened.server, opened.password, slot, kind="local")
 
     def add_rdp(self, target: DesktopTarget, log_path: Path) -> None:
         """An RDP host (``target.rdp_server``), its bridge started now: a refused login, a
@@ -108,7 +127,7 @@ class DesktopPool:
         slot = RdpSlot(target, log_path)
         slot.open()
         name = rdp_pin(str(target.rdp_server))
-        self.desks[name] = Desk(name, None, slot)
+        self.desks[name] = Desk(name, None, slot, kind="rdp")
 
     def snapshot(self) -> dict[str, str | None]:
         """Each desktop's address and the run it is busy with (None: free)."""

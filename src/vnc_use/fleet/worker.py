@@ -3,8 +3,10 @@ fleet's queues (see :mod:`vnc_use.fleet`).
 
 - It owns desktops (:mod:`vnc_use.fleet.desktops`: local, VNC, RDP hosts through bridges it
   keeps up) and takes at most one leg per desktop (DBOS's ``worker_concurrency``); a leg of a
-  run pinned to another host's desktop (a run whose worker died) connects there (an RDP
-  host: through a bridge of its own for the leg).
+  run pinned to another host's VNC/RDP desktop (a run whose worker died) connects there (an
+  RDP host: through a bridge of its own for the leg); a leg of a run pinned to another
+  worker's local desktop (``--desktops N``, reachable from that host only) ends the run
+  ``error`` with one line naming ``resume --fleet URL --vnc ADDR``, without connecting.
 - It heartbeats every :data:`HEARTBEAT_SECONDS` and holds its liveness lock; every
   :data:`WATCH_SECONDS` it looks for dead workers (lock free: the process is gone; heartbeat
   older than :data:`~vnc_use.fleet.db.DEAD_AFTER`: hung or unreachable), declares them dead
@@ -207,10 +209,16 @@ class Worker:
         row = db.run(tid)
         if row is None:
             return {"status": "error", "error": f"no fleet run {tid!r}"}
+        unreachable = self._unreachable(db, row)
+        if unreachable:  # never connect to another host's loopback desktop
+            result = {"status": "error", "thread_id": tid, "error": unreachable}
+            db.finish_leg(tid, "error", result, None)
+            return {"worker": self.options.worker_id, **result}
         desk = self._desk_for(row)
         server = desk.server if desk is not None else str(row.desktop)
+        kind = desk.kind if desk is not None else str(row.kind)
         try:
-            db.pin(tid, server, self.options.worker_id)
+            db.pin(tid, server, kind, self.options.worker_id)
             result = self._drive(payload, row, desk, server)
         finally:
             if desk is not None:
@@ -267,6 +275,27 @@ class Worker:
             wid = self.enqueuer.enqueue(label, queue.current_workflow_id() + "-back", payload)
             return {"handed_back": wid}
         return outcome
+
+    def _unreachable(self, db: FleetDb, row: RunRow) -> str | None:
+        """Why this worker cannot continue ``row`` (None: it can): its desktop is a local one
+        of another worker (or one this worker no longer has), reachable from that host only."""
+        if row.kind != "local" or (
+            row.worker_id == self.options.worker_id and self.pool.owns(str(row.desktop))
+        ):
+            return None
+        me, owner = self.options.worker_id, row.worker_id or "?"
+        state = {str(w["worker_id"]): str(w["state"]) for w in db.workers()}.get(owner)
+        if owner == me:
+            why = "which restarted without it"
+        elif state == "alive":
+            why = f"which worker {me}, taking this leg, cannot reach"
+        else:  # dead, stopped, or draining (its local desktops stop with it)
+            why = "which is gone" if state != "draining" else "which is stopping"
+        return (
+            f"run {row.thread_id}'s desktop was a local desktop of worker {owner}, {why}; "
+            f"continue it on another desktop: vnc-use resume {row.thread_id} --fleet URL "
+            "--vnc ADDR"
+        )
 
     def _desk_for(self, row: RunRow) -> Desk | None:
         """The run's desktop if it is one of ours (waiting until it is free), a free one of
