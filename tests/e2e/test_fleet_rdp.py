@@ -240,6 +240,9 @@ def test_a_worker_owns_an_rdp_host_and_another_goes_on_when_it_dies(
         seen.append(out + err + status.stdout + status.stderr)
         assert "127.0.0.1::" not in status.stdout, status.stdout  # not the bridge's address
         assert any(pin in line and "free" in line for line in status.stdout.splitlines())
+        listed = run_cli(["runs", "--fleet", "env", "--json"], env=submit_env)
+        row = next(json.loads(r) for r in listed.stdout.splitlines() if '"r1"' in r)
+        assert (row["desktop"], row["desktop_kind"], row["worker"]) == (pin, "rdp", "R1")
         saved = json.loads((runs / "r1" / "run.json").read_text())
         assert saved["vnc_server"] == f"{pin} (via FreeRDP)" and saved["rdp"]["nla"] is True
         # the RDP session ends between legs (the server restarts): the next leg gets a new
