@@ -284,9 +284,10 @@ def test_fleet_usage_problems_are_one_line(tmp_path: Path) -> None:
             "cannot go with --fleet",
         ),
         (["worker", "--database", url], "a worker needs desktops"),
+        (["worker", "--database", url, "--rdp", "a host"], "bad RDP address 'a host'"),
         (
-            ["worker", "--database", url, "--rdp", "host"],
-            "--rdp is not supported by vnc-use worker",
+            ["worker", "--database", url, "--rdp", "h1", "h2", "--rdp-cert-fingerprint", "ab"],
+            "--rdp-cert-fingerprint pins one server's certificate",
         ),
         (["run", "--fleet", url, "--label", "no spaces", "--task", "t"], "label 'no spaces'"),
         (["fleet", "status", "--fleet", "env"], "the fleet's database is not given"),

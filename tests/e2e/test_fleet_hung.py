@@ -163,9 +163,9 @@ def test_a_hung_worker_is_fenced_its_leg_goes_on_once_and_it_exits_when_it_wakes
     submitter = None
     conn = postgres.connect(pg.url)
     try:
-        assert b.ready.wait(90), b.output()
+        assert b.ready.wait(90), b.output
         submitter = _submit(pg.url, "Click twice #h1", "h1", "--lease-timeout", "10")
-        assert b_asked.wait(90), ("HB never reached its second step", b.output())
+        assert b_asked.wait(90), ("HB never reached its second step", b.output)
         assert presses(probes, first) == 1
         # every session HB holds is named after it (its own, its leg's storage, DBOS's)
         names = sessions_of(conn, b.proc.pid, pg.port)
@@ -175,11 +175,11 @@ def test_a_hung_worker_is_fenced_its_leg_goes_on_once_and_it_exits_when_it_wakes
         try:
             out, err = submitter.communicate(timeout=120)
         except subprocess.TimeoutExpired:
-            pytest.fail(f"the run did not end: A said {a.output()!r}")
-        assert submitter.returncode == 0, (out, err, a.output())
+            pytest.fail(f"the run did not end: A said {a.output!r}")
+        assert submitter.returncode == 0, (out, err, a.output)
         assert "answer: clicked twice" in out and "on worker HA" in out, out
         declared = [line for line in a.lines if line.startswith("worker HB is dead")]
-        assert len(declared) == 1, a.output()
+        assert len(declared) == 1, a.output
         assert "(silent for " in declared[0] and "1 of its legs back" in declared[0], declared
         silent = float(declared[0].split("(silent for ", 1)[1].split(" s)", 1)[0])
         assert 5 <= silent < 30, declared  # --dead-after 5, not the default 30
@@ -187,9 +187,9 @@ def test_a_hung_worker_is_fenced_its_leg_goes_on_once_and_it_exits_when_it_wakes
         assert [presses(probes, p) for p in (first, second, hung)] == [1, 1, 0]
         # HB wakes and reads its model's answer, a click: it sends nothing and exits 1
         b.proc.send_signal(signal.SIGCONT)
-        assert b.proc.wait(30) == 1, b.output()
-        exits = [line for line in b.output().splitlines() if "exiting" in line]
-        assert len(exits) == 1 and exits[0].startswith("worker HB: "), b.output()
+        assert b.proc.wait(30) == 1, b.output
+        exits = [line for line in b.output.splitlines() if "exiting" in line]
+        assert len(exits) == 1 and exits[0].startswith("worker HB: "), b.output
         assert [presses(probes, p) for p in (first, second, hung)] == [1, 1, 0]
         states = {w["worker_id"]: w["state"] for w in fleet_status(pg.url)["workers"]}
         assert states == {"HA": "alive", "HB": "dead"}
@@ -201,7 +201,7 @@ def test_a_hung_worker_is_fenced_its_leg_goes_on_once_and_it_exits_when_it_wakes
         b.stop()
         if a is not None:
             a.stop()
-    assert a.proc.returncode == 0, a.output()
+    assert a.proc.returncode == 0, a.output
 
 
 @pytest.mark.timeout(300)
@@ -247,7 +247,7 @@ def test_workers_of_one_and_two_desktops_share_a_label_one_leg_per_desktop(
     sampler = threading.Thread(target=sample, daemon=True)
     try:
         for worker in workers:
-            assert worker.ready.wait(90), worker.output()
+            assert worker.ready.wait(90), worker.output
         enqueuer = Enqueuer(pg.url)  # once a worker made the queues
         # the label's per-worker limit is its biggest worker's, whichever started last
         assert enqueuer.worker_concurrency("mixed") == 2
@@ -258,7 +258,7 @@ def test_workers_of_one_and_two_desktops_share_a_label_one_leg_per_desktop(
         finished.set()
         sampler.join(10)
         for run, (proc, (out, err)) in enumerate(zip(submitters, outputs, strict=True)):
-            assert proc.returncode == 0, (run, out, err, [w.output() for w in workers])
+            assert proc.returncode == 0, (run, out, err, [w.output for w in workers])
             assert f"answer: clicked for m{run}" in out
         # the probes are the truth: each run clicked twice on its own desktop, and all three
         # were between their clicks at once
@@ -286,7 +286,7 @@ def test_workers_of_one_and_two_desktops_share_a_label_one_leg_per_desktop(
                 proc.wait(10)
         for worker in workers:
             worker.stop()
-    assert [w.proc.returncode for w in workers] == [0, 0], [w.output() for w in workers]
+    assert [w.proc.returncode for w in workers] == [0, 0], [w.output for w in workers]
 
 
 def test_worker_usage_problems_of_fencing_are_one_line() -> None:

@@ -1,4 +1,5 @@
-"""Helpers of the fleet tests: worker processes, the fleet's status, probe clicks, and which
+"""Fleet tests' shared parts: a ``vnc-use worker`` as a separate process, the Gemini
+stand-in's view of a request, the probe's presses at a grid point, the fleet's status, the
 PostgreSQL sessions a process holds."""
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from desktop_fixtures import Probe
 
 __all__ = [
     "PASSWORD",
+    "FleetWorker",
     "WorkerProcess",
     "answered",
     "fleet_status",
@@ -29,13 +31,13 @@ PASSWORD = "fleetpw1"
 
 
 def answered(body: dict[str, Any]) -> int:
-    """How many function calls a model request answers (the run's actions so far)."""
+    """How many function calls the request answers (the actions the run has done)."""
     parts = [p for c in body.get("contents", []) for p in c.get("parts", [])]
     return sum(1 for p in parts if "functionResponse" in p or "function_response" in p)
 
 
 def presses(probes: list[Probe], grid: tuple[int, int]) -> int:
-    """How many presses landed at grid point ``grid`` (0-999) on any of the probes."""
+    """Presses the probes logged at ``grid`` (a point of the model's 0-1000 grid)."""
     total = 0
     for probe in probes:
         w, h = probe.size
@@ -46,21 +48,22 @@ def presses(probes: list[Probe], grid: tuple[int, int]) -> int:
     return total
 
 
-class WorkerProcess:
-    """``vnc-use worker`` in a subprocess over the probes' desktops (``--vnc``)."""
+class FleetWorker:
+    """``vnc-use worker --worker-id NAME`` with ``desktops`` (its desktop options, e.g.
+    ``["--desktops", "1"]`` or ``["--vnc", ADDR]``); its output in ``lines``, ``ready`` set
+    once it says it takes legs."""
 
     def __init__(
-        self, name: str, desks: list[Probe], url: str, runs: Path, extra: tuple[str, ...] = ()
+        self, name: str, desktops: list[str], url: str, runs: Path, vnc_password: str
     ) -> None:
         argv = [*CLI, "worker", "--database", url, "--worker-id", name, "--runs-dir", str(runs)]
-        argv += ["--vnc", *(p.desktop.server for p in desks), *extra]
-        env = {**os.environ, "VNC_PASSWORD": PASSWORD}
+        env = {**os.environ, "VNC_PASSWORD": vnc_password}
         env.pop("VNC_USE_DATABASE_URL", None)
         self.name = name
         self.lines: list[str] = []
         self.ready = threading.Event()
         self.proc = subprocess.Popen(
-            argv,
+            [*argv, *desktops],
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -77,21 +80,38 @@ class WorkerProcess:
             if line.startswith(f"worker {self.name}: labels"):
                 self.ready.set()
 
+    @property
     def output(self) -> str:
         """What it printed so far (all of it once it exited)."""
         if self.proc.poll() is not None:
             self._reader.join(10)
         return "".join(self.lines)
 
+    def kill(self) -> None:
+        """SIGKILL: the process is gone at once (its database session with it)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
     def stop(self) -> None:
+        """SIGTERM (drain), and SIGKILL if it does not exit in time."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGCONT)  # a stopped one cannot take a SIGTERM
             self.proc.send_signal(signal.SIGTERM)
             try:
                 self.proc.wait(30)
             except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
+                self.kill()
+
+
+class WorkerProcess(FleetWorker):
+    """A worker over the probes' desktops (``--vnc``), with the probes' password."""
+
+    def __init__(
+        self, name: str, desks: list[Probe], url: str, runs: Path, extra: tuple[str, ...] = ()
+    ) -> None:
+        servers = [p.desktop.server for p in desks]
+        super().__init__(name, ["--vnc", *servers, *extra], url, runs, PASSWORD)
 
 
 def fleet_status(url: str) -> dict[str, Any]:

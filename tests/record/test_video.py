@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import io
+import json
 import os
 import signal
 import subprocess
@@ -317,6 +318,55 @@ def test_a_killed_run_leaves_a_playable_video(
     assert any(has_ring(image, second["x"], second["y"]) for _, image in video)
 
 
+def test_sigterm_stops_a_run_at_a_step_boundary_with_its_video_and_report_closed(
+    dialog_probe: DialogProbe, tmp_path: Path
+) -> None:
+    """A service manager's SIGTERM is a stop request: the run ends `interrupted` (exit 130,
+    resumable) with its video segment closed and its report written, not killed mid-file."""
+    runs = tmp_path / "runs"
+    log = dialog_probe.log
+    log.clear()
+    with GeminiStandIn() as api:
+        api.script(
+            Reply.calls(FunctionCallSpec("click_at", **grid(*CLICKS[0]))),
+            dataclasses.replace(Reply.calls(FunctionCallSpec("hover_at", x=500, y=500)), latency=2),
+            Reply.text("never asked"),
+        )
+        env = {"GOOGLE_API_KEY": DUMMY_API_KEY, "VNC_PASSWORD": dialog_probe.desktop.password}
+        proc = subprocess.Popen(
+            [
+                *(*CLI, "run", "--vnc", dialog_probe.desktop.server, "--task", "Click"),
+                *("--thread-id", "termed", "--runs-dir", str(runs), "--no-hitl"),
+            ],
+            env={**os.environ, **env},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+        )
+        try:
+            log.wait_type("press", timeout=30)
+            deadline = time.monotonic() + 30
+            while len(api.requests) < 2:  # the model is thinking about step 2
+                assert time.monotonic() < deadline, "the second request never came"
+                time.sleep(0.05)
+            proc.send_signal(signal.SIGTERM)
+            out, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        assert len(api.requests) == 2  # stopped before asking again
+    assert proc.returncode == 130, out + err
+    assert "SIGTERM: stopping after this step" in err and "Traceback" not in err
+    assert "status: interrupted" in out
+    run_dir = runs / "termed"
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"
+    assert (run_dir / "report.html").exists()
+    (segment,) = read_segments(run_dir)
+    assert segment.ended is not None  # closed, not cut off
+    assert frames(run_dir / segment.file, segment.started)
+
+
 def _holds(run_dir: Path, t: float) -> bool:
     """Whether the run's video decodes and reaches time ``t`` (wall clock)."""
     segments = read_segments(run_dir)
@@ -330,7 +380,10 @@ def _holds(run_dir: Path, t: float) -> bool:
 
 
 def test_no_video_records_none(dialog_probe: DialogProbe, tmp_path: Path) -> None:
+    """`--no-video` holds for the whole run: its approval leg (no flag repeated) records
+    nothing either."""
     runs = tmp_path / "runs"
+    env = {"GOOGLE_API_KEY": DUMMY_API_KEY}
     with GeminiStandIn() as api:
         api.script(
             Reply.calls(FunctionCallSpec("click_at", **grid(*CLICKS[0]))),
@@ -340,10 +393,13 @@ def test_no_video_records_none(dialog_probe: DialogProbe, tmp_path: Path) -> Non
             [
                 *("run", "--vnc", dialog_probe.desktop.server, "--task", "Click once"),
                 *("--no-video", "--thread-id", "quiet", "--runs-dir", str(runs)),
+                *("--confirm", "click_at"),
             ],
             dialog_probe.desktop,
-            env={"GOOGLE_API_KEY": DUMMY_API_KEY},
+            env=env,
         )
+        assert "awaiting_approval" in proc.stdout, proc.stdout + proc.stderr
+        proc = run_cli(["approve", "quiet", "--runs-dir", str(runs)], dialog_probe.desktop, env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     run_dir = runs / "quiet"
     assert (run_dir / "report.html").exists()

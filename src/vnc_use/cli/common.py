@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import signal
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import FrameType
 
 from vnc_use.status import RunStatus
 
@@ -42,16 +47,47 @@ def _fps(text: str) -> float:
 
 
 def add_video_options(p: argparse.ArgumentParser) -> None:
-    """``--no-video`` and ``--video-fps``: the run's ``video.mp4`` (on by default)."""
+    """``--no-video`` / ``--video`` and ``--video-fps``: the run's ``video.mp4`` (on by
+    default for a new run; a continued run keeps its own choice unless one is given)."""
     p.add_argument(
-        "--no-video",
-        action="store_true",
-        help="do not record video.mp4 (recorded by default from the VNC connection)",
+        "--video",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="record video.mp4 from the VNC connection (default: on for a new run; approve, "
+        "deny and resume keep the run's own choice)",
     )
     p.add_argument(
         "--video-fps",
         type=_fps,
-        default=10.0,
+        default=None,
         metavar="N",
-        help="the video's highest frame rate; frames only when the screen changes (default 10)",
+        help="the video's highest frame rate; frames only when the screen changes (default 10, "
+        "or the run's own)",
     )
+
+
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextmanager
+def stop_on_signals(stop: Callable[[], None], what: str) -> Iterator[None]:
+    """The first Ctrl-C or SIGTERM (a service manager stopping us, a CI timeout) calls ``stop``
+    (a stop at the next step boundary: checkpoint, video and report closed, resumable) and
+    says ``what`` will happen; a second one of either stops at once (KeyboardInterrupt)."""
+
+    def at_once(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    def first(signum: int, frame: FrameType | None) -> None:
+        for sig in _SIGNALS:
+            signal.signal(sig, at_once)
+        name = "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+        print(f"\nvnc-use: {name}: {what} (again to stop at once)", file=sys.stderr, flush=True)
+        stop()
+
+    previous = {sig: signal.signal(sig, first) for sig in _SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

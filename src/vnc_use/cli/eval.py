@@ -13,18 +13,20 @@ step and are not recorded); the same command again goes on where it stopped.
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from vnc_use import config
 from vnc_use.cli import fleet as fleet_commands
-from vnc_use.cli.common import EXIT_DONE, EXIT_ERROR, EXIT_INTERRUPTED, add_video_options
+from vnc_use.cli.common import (
+    EXIT_DONE,
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    add_video_options,
+    stop_on_signals,
+)
 from vnc_use.cli.options import (
     add_budget_options,
     add_model_options,
@@ -37,6 +39,9 @@ from vnc_use.errors import ConfigError
 
 if TYPE_CHECKING:
     from vnc_use.runs.spec import RunSpec
+
+_STOPPING = "stopping the evaluation; run the same command again to go on"
+
 
 __all__ = ["command", "register"]
 
@@ -246,27 +251,6 @@ class _Display:
                     )
 
 
-@contextmanager
-def _stop_on_ctrl_c(evaluation: Any) -> Iterator[None]:
-    """First Ctrl-C: start no new task, stop the running ones at their next step."""
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        print(
-            "\nvnc-use: stopping the evaluation (Ctrl-C again to stop at once); run the same "
-            "command again to go on",
-            file=sys.stderr,
-            flush=True,
-        )
-        evaluation.stop()
-
-    previous = signal.signal(signal.SIGINT, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
 def command(args: argparse.Namespace) -> int:
     """Run the evaluation; 0 when every planned task run has a result, 130 when stopped."""
     from vnc_use.evaluation.suite import Evaluation
@@ -288,7 +272,7 @@ def command(args: argparse.Namespace) -> int:
         print(f"{planned - pending} of {planned} task runs already done in {out}; skipping them")
     display = _Display([s.name for s in slots], planned, planned - pending, args.quiet)
     evaluation.on_event = display
-    with display, _stop_on_ctrl_c(evaluation):
+    with display, stop_on_signals(evaluation.stop, _STOPPING):
         try:
             summary = evaluation.run()
         except KeyboardInterrupt:  # a second Ctrl-C: the runs stopped at once

@@ -91,6 +91,44 @@ def _spec(args: argparse.Namespace) -> dict[str, Any]:
     return spec.to_json()
 
 
+_LEG_DROPS = {
+    "rdp": "--rdp",
+    "vnc_password": "--vnc-password",
+    "vnc_user": "--vnc-user",
+    "vnc_ca": "--vnc-ca",
+    "connect_timeout": "--connect-timeout",
+    "reconnect_window": "--reconnect-window",
+    "checkpointer": "--checkpointer",
+    "video": "--video/--no-video",
+    "video_fps": "--video-fps",
+}
+"""Options of ``approve``/``deny``/``resume`` a fleet's leg cannot honour (the worker's
+environment and the run's spec decide them; the fleet's database is the checkpointer)."""
+
+
+def _next_desktop(args: argparse.Namespace) -> str | None:
+    """``approve``/``deny``/``resume --fleet``: the desktop ``--vnc ADDR`` moves the run to
+    (its ``HOST::PORT``), None to go on where it is; options a fleet's leg cannot honour are
+    refused, never dropped."""
+    if getattr(args, "max_cost", None) is not None:
+        raise ConfigError(
+            f"--max-cost cannot go with {args.command} --fleet yet: the run keeps the cap it "
+            "was started with; drop --max-cost"
+        )
+    given = [flag for name, flag in _LEG_DROPS.items() if getattr(args, name, None) is not None]
+    if given:
+        raise ConfigError(
+            f"{', '.join(given)} cannot go with {args.command} --fleet: the worker's environment "
+            "and the run's own settings apply (a desktop's password: the worker's VNC_PASSWORD); "
+            "drop them (a new desktop: --vnc ADDR)"
+        )
+    if not args.vnc:
+        return None
+    from vnc_use.fleet.desktops import vnc_address
+
+    return vnc_address(args.vnc)
+
+
 def command(args: argparse.Namespace) -> int:
     """``run`` / ``approve`` / ``deny`` / ``resume`` with ``--fleet``."""
     from vnc_use.fleet.queue import queue_name
@@ -98,20 +136,18 @@ def command(args: argparse.Namespace) -> int:
 
     url = fleet_url(args.fleet)
     spec: dict[str, Any] | None = None
+    desktop: str | None = None
     label = (args.label or DEFAULT_LABEL) if args.command == "run" else DEFAULT_LABEL
     if args.command == "run":  # a bad option fails before the database is reached
         queue_name(label)
         spec = _spec(args)
-    elif getattr(args, "max_cost", None) is not None:
-        raise ConfigError(
-            f"--max-cost cannot go with {args.command} --fleet yet: the run keeps the cap it "
-            "was started with; drop --max-cost"
-        )
+    else:
+        desktop = _next_desktop(args)
     with Submitter(url) as fleet:
         if spec is not None:
             workflow = fleet.start(args.task, spec, label, args.thread_id)
         else:
-            workflow = fleet.answer(args.thread_id, args.command)
+            workflow = fleet.answer(args.thread_id, args.command, desktop=desktop)
         outcome = fleet.wait(workflow)
     status = str(outcome.get("status", "error"))
     if args.json:
@@ -160,6 +196,7 @@ def runs_command(args: argparse.Namespace) -> int:
             "label": r.label,
             "worker": r.worker_id or "",
             "desktop": r.desktop or "",
+            "desktop_kind": r.kind or "",
             "task": r.task,
         }
         for r in rows

@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -20,7 +16,13 @@ from vnc_use.cli import fleet as fleet_commands
 from vnc_use.cli import progress
 from vnc_use.cli import server as server_commands
 from vnc_use.cli.ask import ask_approval
-from vnc_use.cli.common import EXIT_CODES, EXIT_ERROR, add_runs_dir, add_video_options
+from vnc_use.cli.common import (
+    EXIT_CODES,
+    EXIT_ERROR,
+    add_runs_dir,
+    add_video_options,
+    stop_on_signals,
+)
 from vnc_use.cli.options import (
     add_budget_options,
     add_connection_options,
@@ -210,6 +212,8 @@ def command(args: argparse.Namespace) -> int:
         return server_commands.command(args)
     if getattr(args, "fleet", None):  # a worker of the fleet does the run
         return fleet_commands.command(args)
+    if args.command in ("approve", "deny", "resume"):
+        _refuse_fleet_run(args)
     saved = None if args.command == "run" else _run_settings(args)
     spec = run_spec(args) if saved is None else saved_run_spec(args, saved)
     # the local desktop starts only for a model that is ready (its key set); an RDP bridge
@@ -275,6 +279,22 @@ def _report(result: RunResult) -> None:
             f"  approve: vnc-use approve {result.thread_id}   deny: vnc-use deny {result.thread_id}"
         )
     print(f"run folder: {result.run_dir}")
+
+
+def _refuse_fleet_run(args: argparse.Namespace) -> None:
+    """A fleet's run is continued through the fleet (its run folder, whose screenshots the
+    model's history needs, is on the workers; the fleet records its outcome): one line."""
+    from vnc_use.fleet.db import fleet_has_run
+    from vnc_use.store.postgres import is_postgres_url
+
+    url = args.checkpointer or config.database_url()
+    if url and is_postgres_url(url) and fleet_has_run(url, args.thread_id):
+        where = f" --vnc {args.vnc}" if args.vnc else ""
+        raise ConfigError(
+            f"run {args.thread_id} is a fleet run (its run folder is on the workers): "
+            f"continue it through the fleet: vnc-use {args.command} {args.thread_id} --fleet URL"
+            f"{where}"
+        )
 
 
 def _run_settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -348,26 +368,6 @@ def _warn(agent: Any) -> Any:
     return agent
 
 
-@contextmanager
-def _stop_on_ctrl_c(agent: Any) -> Iterator[None]:
-    """First Ctrl-C: stop at the next step boundary (resumable). Second: stop at once."""
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        print(
-            "\nvnc-use: stopping after this step (Ctrl-C again to stop at once)",
-            file=sys.stderr,
-            flush=True,
-        )
-        agent.request_stop()
-
-    previous = signal.signal(signal.SIGINT, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
 def _drive(
     args: argparse.Namespace,
     spec: RunSpec,
@@ -377,7 +377,7 @@ def _drive(
     thread_id: str,
 ) -> RunResult:
     agent = _make_agent(args, spec, planner, reached, saved)
-    with agent, _stop_on_ctrl_c(agent):
+    with agent, stop_on_signals(agent.request_stop, "stopping after this step"):
         if args.command == "run":
             result: RunResult = agent.run(task=args.task, thread_id=thread_id)
         elif args.command == "approve":

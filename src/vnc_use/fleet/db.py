@@ -10,7 +10,9 @@ fenced (:meth:`FleetDb.fence`): every session it opened (named ``vnc-use worker 
 
 ``vnc_use_fleet_runs``: one row per run submitted to the fleet: its label, task, spec (the
 :class:`~vnc_use.runs.spec.RunSpec`'s JSON: never a secret), the desktop it is pinned to once
-its first leg started, the worker of its last leg, its status, its last
+its first leg started and that desktop's kind (:data:`DESKTOP_KINDS`: a ``local`` desktop is
+reachable only by the worker that started it, the run's ``worker_id``), the worker of its last
+leg, its status, its last
 :class:`~vnc_use.agent.state.RunResult` and its report (HTML), so the machine that asks gets
 them without sharing a folder with the workers.
 """
@@ -29,9 +31,12 @@ from vnc_use.store.lease import lease_number
 
 __all__ = [
     "DEAD_AFTER",
+    "DESKTOP_KINDS",
     "MIN_DEAD_AFTER",
     "FleetDb",
     "RunRow",
+    "fleet_has_run",
+    "kind_of_address",
     "worker_lock_key",
     "worker_tag",
 ]
@@ -46,6 +51,11 @@ MIN_DEAD_AFTER = 3.0
 FENCE_WAIT = 5.0
 """Seconds :meth:`FleetDb.fence` waits for the ended sessions to be gone."""
 
+DESKTOP_KINDS = ("vnc", "local", "rdp")
+"""What a run's desktop is: ``vnc`` (an address any worker can reach), ``local`` (one a worker
+started with ``--desktops N``: only that worker reaches it), ``rdp`` (an ``rdp://`` address
+any worker can reach)."""
+
 WORKERS = "vnc_use_fleet_workers"
 RUNS = "vnc_use_fleet_runs"
 
@@ -58,12 +68,35 @@ _SCHEMA = (
     " task TEXT NOT NULL, spec JSONB NOT NULL, desktop TEXT, worker_id TEXT,"
     " status TEXT NOT NULL, legs INTEGER NOT NULL DEFAULT 1, result JSONB, report TEXT,"
     " created TIMESTAMPTZ NOT NULL DEFAULT now(), updated TIMESTAMPTZ NOT NULL DEFAULT now())",
+    # added after the first release: a fleet database made before upgrades in place
+    f"ALTER TABLE {RUNS} ADD COLUMN IF NOT EXISTS desktop_kind TEXT",
 )
 
 
 def worker_tag(worker_id: str) -> str:
     """What every session of worker ``worker_id`` is named after (its ``application_name``)."""
     return f"vnc-use worker {worker_id}"
+
+
+def kind_of_address(desktop: str) -> str:
+    """The kind of a desktop known only by its address (a row pinned before the fleet kept
+    kinds): an ``rdp://`` one is ``rdp``, any other ``vnc``."""
+    return "rdp" if desktop.startswith("rdp://") else "vnc"
+
+
+def fleet_has_run(url: str, thread_id: str) -> bool:
+    """Whether the database at ``url`` holds a fleet run ``thread_id`` (creates nothing)."""
+    conn = postgres.connect(url, application_name="vnc-use fleet client")
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f"SELECT to_regclass('{RUNS}') IS NOT NULL AS ready")
+            ready = cur.fetchone()
+            if not (ready and ready["ready"]):
+                return False
+            cur.execute(f"SELECT 1 FROM {RUNS} WHERE thread_id = %s", (thread_id,))
+            return cur.fetchone() is not None
+    finally:
+        conn.close()
 
 
 def worker_lock_key(worker_id: str) -> int:
@@ -80,6 +113,7 @@ class RunRow:
     task: str
     spec: dict[str, Any]
     desktop: str | None
+    desktop_kind: str | None
     worker_id: str | None
     status: str
     legs: int
@@ -89,6 +123,13 @@ class RunRow:
     @classmethod
     def of(cls, row: dict[str, Any]) -> RunRow:
         return cls(**{k: row[k] for k in cls.__dataclass_fields__})
+
+    @property
+    def kind(self) -> str | None:
+        """The kind of the desktop the run is pinned to (None: not pinned yet)."""
+        if self.desktop is None:
+            return None
+        return self.desktop_kind or kind_of_address(self.desktop)
 
 
 class FleetDb:
@@ -275,12 +316,21 @@ class FleetDb:
         assert row is not None
         return int(row["legs"])
 
-    def pin(self, thread_id: str, desktop: str, worker_id: str) -> None:
-        """The run's leg runs now on ``desktop``, driven by ``worker_id``."""
+    def pin(self, thread_id: str, desktop: str, kind: str, worker_id: str) -> None:
+        """The run's leg runs now on ``desktop`` (of ``kind``), driven by ``worker_id``."""
         self._all(
-            f"UPDATE {RUNS} SET desktop = %s, worker_id = %s, status = 'running', "
-            "updated = now() WHERE thread_id = %s",
-            (desktop, worker_id, thread_id),
+            f"UPDATE {RUNS} SET desktop = %s, desktop_kind = %s, worker_id = %s, "
+            "status = 'running', updated = now() WHERE thread_id = %s",
+            (desktop, _checked_kind(kind), worker_id, thread_id),
+        )
+
+    def repin(self, thread_id: str, desktop: str, kind: str) -> None:
+        """The run's next leg goes to ``desktop`` (``resume --fleet --vnc ADDR``); the worker
+        of its last leg stays recorded until a leg starts there."""
+        self._all(
+            f"UPDATE {RUNS} SET desktop = %s, desktop_kind = %s, updated = now() "
+            "WHERE thread_id = %s",
+            (desktop, _checked_kind(kind), thread_id),
         )
 
     def finish_leg(
@@ -291,3 +341,9 @@ class FleetDb:
             "updated = now() WHERE thread_id = %s",
             (status, json.dumps(result, default=str), report, thread_id),
         )
+
+
+def _checked_kind(kind: str) -> str:
+    if kind not in DESKTOP_KINDS:
+        raise ValueError(f"desktop kind {kind!r} is not one of {', '.join(DESKTOP_KINDS)}")
+    return kind

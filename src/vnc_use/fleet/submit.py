@@ -53,8 +53,11 @@ class Submitter:
             label, f"{tid}-leg1", {"thread_id": tid, "action": "run", "task": task}
         )
 
-    def answer(self, thread_id: str, action: str) -> str:
-        """The next leg of a run: ``approve``, ``deny`` or ``resume``; its workflow id."""
+    def answer(self, thread_id: str, action: str, desktop: str | None = None) -> str:
+        """The next leg of a run: ``approve``, ``deny`` or ``resume``; its workflow id.
+        ``desktop`` (a VNC ``HOST::PORT``) moves the run there first: the worker that owns
+        it, else any worker of the run's label (with its own ``VNC_PASSWORD``) continues it
+        from its checkpoint."""
         row = self.run(thread_id)
         waiting = row.status == RunStatus.AWAITING_APPROVAL.value
         if action in ("approve", "deny") and not waiting:
@@ -66,6 +69,8 @@ class Submitter:
             )
         if action == "resume" and row.status in ("queued", "running"):
             raise ConfigError(f"run {thread_id!r} is {row.status} already")
+        if desktop is not None:
+            self.db.repin(thread_id, desktop, "vnc")
         number = self.db.next_leg(thread_id, "queued")
         return self.enqueuer.enqueue(
             row.label, f"{thread_id}-leg{number}", {"thread_id": thread_id, "action": action}

@@ -1,11 +1,15 @@
 """``vnc-use worker``: a long-running process per desktop host that takes run legs from the
 fleet's queues (see :mod:`vnc_use.fleet`).
 
-- It owns desktops (:mod:`vnc_use.fleet.desktops`) and drives at most one leg per desktop: a
-  leg DBOS hands it while none of its desktops is free (the label's ``worker_concurrency`` is
-  its biggest worker's desktop count, :func:`~vnc_use.fleet.queue.register_queues`) waits at
-  most :data:`FREE_DESK_WAIT` and goes back to the queue for a worker with a free desktop. A
-  leg of a run pinned to another host's desktop (a run whose worker died) connects there.
+- It owns desktops (:mod:`vnc_use.fleet.desktops`: local, VNC, RDP hosts through bridges it
+  keeps up) and drives at most one leg per desktop: a leg DBOS hands it while none of its
+  desktops is free (the label's ``worker_concurrency`` is its biggest worker's desktop count,
+  :func:`~vnc_use.fleet.queue.register_queues`) waits at most :data:`FREE_DESK_WAIT` and goes
+  back to the queue for a worker with a free desktop. A leg of a run pinned to another host's
+  VNC/RDP desktop (a run whose worker died) connects there (an RDP host: through a bridge of
+  its own for the leg); a leg of a run pinned to another worker's local desktop
+  (``--desktops N``, reachable from that host only) ends the run ``error`` with one line
+  naming ``resume --fleet URL --vnc ADDR``, without connecting.
 - Every session it opens is named ``vnc-use worker <id>`` (:func:`~vnc_use.fleet.db.worker_tag`).
   It heartbeats every :data:`HEARTBEAT_SECONDS` and holds its liveness lock; every
   :data:`WATCH_SECONDS` it looks for dead workers (lock free: the process is gone; heartbeat
@@ -29,14 +33,15 @@ import re
 import socket
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from vnc_use.desktops.target import DesktopTarget
 from vnc_use.errors import ConfigError, VncUseError
 from vnc_use.fleet import queue
 from vnc_use.fleet.db import DEAD_AFTER, FleetDb, RunRow, worker_tag
-from vnc_use.fleet.desktops import Desk, DesktopPool, NoFreeDesktop
+from vnc_use.fleet.desktops import Desk, DesktopPool, NoFreeDesktop, reach_leg
 from vnc_use.fleet.leg import LegRequest, drive_leg, report_of, result_json
 from vnc_use.status import RunStatus
 
@@ -60,6 +65,11 @@ class WorkerOptions:
     vnc: list[str] = field(default_factory=list)
     local_desktops: int = 0
     desktop_size: tuple[int, int] = (1280, 800)
+    rdp: list[str] = field(default_factory=list)
+    """RDP hosts (``HOST[:PORT]``) this worker owns, each through a bridge kept up."""
+    rdp_settings: DesktopTarget = field(default_factory=DesktopTarget)
+    """How to reach an RDP host (user name, domain, size, ...; the password's variable):
+    this worker's own hosts and those of runs it goes on with (their worker died)."""
     dead_after: float = DEAD_AFTER
 
 
@@ -96,6 +106,9 @@ class Worker:
             )
         for address in o.vnc:
             self.pool.add_vnc(address)
+        for host in o.rdp:
+            log_path = o.runs_dir / ".fleet-desktops" / o.worker_id / f"rdp-{host}.log"
+            self.pool.add_rdp(replace(o.rdp_settings, rdp_server=host), log_path)
         for n in range(o.local_desktops):
             root = o.runs_dir / ".fleet-desktops" / o.worker_id / f"desktop-{n + 1}"
             self.pool.add_local(root, o.desktop_size)
@@ -262,25 +275,20 @@ class Worker:
         row = db.run(tid)
         if row is None:
             return {"status": "error", "error": f"no fleet run {tid!r}"}
+        unreachable = self._unreachable(db, row)
+        if unreachable:  # never connect to another host's loopback desktop
+            result = {"status": "error", "thread_id": tid, "error": unreachable}
+            db.finish_leg(tid, "error", result, None)
+            return {"worker": self.options.worker_id, **result}
         try:
             desk = self._desk_for(row)
         except NoFreeDesktop:  # DBOS gave us more legs than free desktops: another worker's
             return self._hand_back(payload, str(payload.get("action", "run")))
         server = desk.server if desk is not None else str(row.desktop)
-        password = desk.password if desk is not None else None
+        kind = desk.kind if desk is not None else str(row.kind)
         try:
-            db.pin(tid, server, self.options.worker_id)
-            request = LegRequest(
-                payload, row.spec, server, password, self.options.runs_dir, self.options.database
-            )
-            try:
-                result = result_json(drive_leg(request, lambda a: self._running(tid, a)))
-            except VncUseError as exc:
-                result = {"status": "error", "thread_id": tid, "error": str(exc)}
-            except Exception as exc:  # a bug: the run stays resumable, the asker sees one line
-                log.exception("leg of run %s failed", tid)
-                error = f"internal error on worker {self.options.worker_id}: {exc!r}"
-                result = {"status": "error", "thread_id": tid, "error": error}
+            db.pin(tid, server, kind, self.options.worker_id)
+            result = self._drive(payload, row, desk, server)
         finally:
             if desk is not None:
                 self.pool.give_back(desk)
@@ -288,6 +296,27 @@ class Worker:
         if result["status"] == RunStatus.INTERRUPTED.value and self.draining.is_set():
             return self._hand_back(payload, "resume")
         return {"worker": self.options.worker_id, **result}
+
+    def _drive(
+        self, payload: dict[str, Any], row: RunRow, desk: Desk | None, server: str
+    ) -> dict[str, Any]:
+        """The leg on its desktop (``desk``, else ``server`` elsewhere: a VNC address, an RDP
+        host through a bridge of ours); its result as JSON (a failure: one line, the run stays
+        resumable)."""
+        o, tid = self.options, row.thread_id
+        try:
+            with reach_leg(desk, server, o.rdp_settings, o.runs_dir / tid, o.worker_id) as at:
+                rdp = (at.target, at.reached) if at.target and at.reached else None
+                request = LegRequest(
+                    payload, row.spec, at.server, at.password, o.runs_dir, o.database, rdp=rdp
+                )
+                return result_json(drive_leg(request, lambda a: self._running(tid, a)))
+        except VncUseError as exc:
+            return {"status": "error", "thread_id": tid, "error": str(exc)}
+        except Exception as exc:  # a bug: the run stays resumable, the asker sees one line
+            log.exception("leg of run %s failed", tid)
+            error = f"internal error on worker {o.worker_id}: {exc!r}"
+            return {"status": "error", "thread_id": tid, "error": error}
 
     def _eval_leg(self, payload: dict[str, Any]) -> dict[str, Any]:
         """A task of ``eval --fleet``: setup, agent and check on a desktop of ours."""
@@ -318,6 +347,27 @@ class Worker:
             wid = self.enqueuer.enqueue(label, _next_back(queue.current_workflow_id()), payload)
             return {"handed_back": wid}
         return outcome
+
+    def _unreachable(self, db: FleetDb, row: RunRow) -> str | None:
+        """Why this worker cannot continue ``row`` (None: it can): its desktop is a local one
+        of another worker (or one this worker no longer has), reachable from that host only."""
+        if row.kind != "local" or (
+            row.worker_id == self.options.worker_id and self.pool.owns(str(row.desktop))
+        ):
+            return None
+        me, owner = self.options.worker_id, row.worker_id or "?"
+        state = {str(w["worker_id"]): str(w["state"]) for w in db.workers()}.get(owner)
+        if owner == me:
+            why = "which restarted without it"
+        elif state == "alive":
+            why = f"which worker {me}, taking this leg, cannot reach"
+        else:  # dead, stopped, or draining (its local desktops stop with it)
+            why = "which is gone" if state != "draining" else "which is stopping"
+        return (
+            f"run {row.thread_id}'s desktop was a local desktop of worker {owner}, {why}; "
+            f"continue it on another desktop: vnc-use resume {row.thread_id} --fleet URL "
+            "--vnc ADDR"
+        )
 
     def _desk_for(self, row: RunRow) -> Desk | None:
         """The run's desktop if it is one of ours (waiting until it is free), a free one of

@@ -78,6 +78,9 @@ class RunRecord(BaseModel):
     stall_after: int | None = None
     max_cost: Number | None = None
     price: list[Number] | None = None
+    video: bool | None = None
+    """Whether the run records video.mp4 (its approve/deny/resume legs keep it)."""
+    video_fps: Number | None = None
     """``[INPUT, OUTPUT]`` USD per million tokens given with ``--price`` (else the table's)."""
     cost_usd: Number | None = None
     """What the run's model calls cost (None: unknown: no price for its model)."""

@@ -461,6 +461,8 @@ class VncUseAgent:
                 "stall_after": self.settings.stall_after,
                 "max_cost": self.settings.max_cost,
                 "price": list(self.settings.price) if self.settings.price else None,
+                "video": self.video,
+                "video_fps": self.video_fps,
                 "sensitive_names": sorted(self.sensitive_text),
                 "checkpointer": self.storage.described,  # never its password
                 "started": time.time(),
