@@ -84,6 +84,7 @@ class Worker:
         self.enqueuer: queue.Enqueuer | None = None
         self.draining = threading.Event()
         self.stopped = threading.Event()
+        self.stopping = threading.Event()  # its own session closes: not a fence
         self._agents: dict[str, Stoppable] = {}
         self._legs = 0  # legs in this process now (DBOS workflows started, not returned)
         self._lock = threading.Lock()
@@ -154,6 +155,7 @@ class Worker:
     def stop(self, state: str) -> None:
         """Stop DBOS, say so in the database, give the desktops back (each step even when an
         earlier one failed: the database may be gone)."""
+        self.stopping.set()
         steps = [queue.shutdown]
         if self.db is not None:
             db = self.db
@@ -170,35 +172,29 @@ class Worker:
 
     # -- heartbeats and the watch over other workers -----------------------------------------
     def _heartbeats(self) -> None:
-        assert self.db is not None
         while not self.stopped.wait(HEARTBEAT_SECONDS):
-            try:
-                state = self.db.heartbeat(self.options.worker_id, self.pool.snapshot())
-            except Exception as exc:
-                if self.db.lost():  # our session was ended: fenced, or the database restarted
-                    self._fenced("its database session was ended")
-                log.warning("heartbeat failed: %s", exc)  # a passing error: try again
-                continue
-            if state == "dead":  # declared dead (hung too long): its legs went elsewhere
-                self._fenced("it was declared dead")
+            self._beat()
 
-    def _check_alive(self) -> None:
-        """Exit at once if this worker was fenced (see :meth:`_fenced`)."""
+    def _beat(self) -> None:
+        """Heartbeat now, with the desktops as they are; exit at once if this worker was
+        fenced (see :meth:`_fenced`)."""
         if self.db is None:
             return
         try:
-            state = self.db.worker_state(self.options.worker_id)
+            state = self.db.heartbeat(self.options.worker_id, self.pool.snapshot())
         except Exception as exc:
-            if self.db.lost():
+            if self.db.lost():  # our session was ended: fenced, or the database restarted
                 self._fenced("its database session was ended")
-            log.warning("checking this worker's state failed: %s", exc)  # a passing error
+            log.warning("heartbeat failed: %s", exc)  # a passing error: try again
             return
-        if state == "dead":
+        if state == "dead":  # declared dead (hung too long): its legs went elsewhere
             self._fenced("it was declared dead")
 
     def _fenced(self, why: str) -> None:
         """Another worker declared this one dead and took its legs: stop everything now (its
         sessions are ended: nothing it still holds can be journaled, so sent)."""
+        if self.stopping.is_set():  # stop() closed our session itself
+            return
         with self._exiting:  # one line, whichever thread noticed first
             self.say(
                 f"worker {self.options.worker_id}: {why} (its legs went on elsewhere); exiting"
@@ -246,15 +242,15 @@ class Worker:
     # -- legs ----------------------------------------------------------------------------
     def leg(self, payload: dict[str, Any]) -> dict[str, Any]:
         """The DBOS workflow: one leg (see :mod:`vnc_use.fleet.leg`)."""
-        self._check_alive()  # a fenced worker that woke runs nothing more
+        self._beat()  # a fenced worker that woke runs nothing more
         with self._lock:
             self._legs += 1
         try:
             outcome = self._one_leg(payload)
         finally:
+            self._beat()  # nor reports a leg that went on elsewhere; its desktop shows free
             with self._lock:
                 self._legs -= 1
-            self._check_alive()  # nor reports a leg that went on elsewhere
         if self.db is not None and not outcome.get("handed_back"):
             self.db.count_leg(self.options.worker_id)
         return outcome
