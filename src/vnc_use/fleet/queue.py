@@ -6,12 +6,17 @@ what to do: ``run``, ``approve``, ``deny`` or ``resume``, and for a first leg th
 run's spec is in the fleet's runs table. Its workflow id is ``<thread>-leg<N>``, so a leg is
 enqueued once however often a submitter retries.
 
-A worker is a DBOS process whose executor id is its ``--worker-id``: it listens only to its
-labels' queues. DBOS keeps a queue's ``worker_concurrency`` in the database, one value for
-every worker of the label: it is the most desktops any live worker of the label owns
-(:func:`register_queues`, never lowered while a bigger worker lives), and a worker DBOS hands
-more legs than it has free desktops gives the extra ones back to the queue
-(:mod:`vnc_use.fleet.worker`). Every session DBOS opens in a worker is named after the worker
+A worker is a DBOS process whose executor id is its ``--worker-id``: it listens to its labels'
+queues and to its own queue (:func:`worker_queue_name`, ``vnc-use-worker:<id>``, with
+``worker_concurrency`` its desktop count: only it takes from it), where the legs of runs pinned
+to one of its desktops go while it lives (:mod:`vnc_use.fleet.route`). Every leg's input names
+its label (:meth:`Enqueuer.enqueue` adds it), so a leg left on a dead or stopped worker's queue
+goes back to its label's queue (:meth:`Enqueuer.move_to_labels`, DBOS's public
+``resume_workflow`` onto another queue). DBOS keeps a label queue's ``worker_concurrency`` in
+the database, one value for every worker of the label: it is the most desktops any live
+worker of the label owns (:func:`register_queues`, never lowered while a bigger worker lives),
+and a worker DBOS hands more legs than it has free desktops gives the extra ones back to the
+queue (:mod:`vnc_use.fleet.worker`). Every session DBOS opens in a worker is named after the worker
 (``vnc-use worker <id>: dbos``) so a worker that declares it dead can end them.
 
 When a worker dies, another one hands its PENDING legs back to their queues with DBOS's
@@ -44,6 +49,7 @@ __all__ = [
     "recover",
     "register_queues",
     "shutdown",
+    "worker_queue_name",
 ]
 
 LEG_WORKFLOW = "vnc_use_leg"
@@ -65,6 +71,17 @@ def queue_name(label: str) -> str:
             "linux-chromium"
         )
     return f"vnc-use-{label}"
+
+
+WORKER_QUEUE_PREFIX = "vnc-use-worker:"
+"""A worker's own queue: ``vnc-use-worker:<id>`` (no label has a ':', so no label's queue
+is ever named so)."""
+
+
+def worker_queue_name(worker_id: str) -> str:
+    """The DBOS queue only worker ``worker_id`` takes legs from (ids are checked by
+    :func:`vnc_use.fleet.worker.check_worker_id`)."""
+    return f"{WORKER_QUEUE_PREFIX}{worker_id}"
 
 
 def _dbos() -> Any:
@@ -96,9 +113,10 @@ def launch_worker(
     slots: int,
     leg: Callable[[dict[str, Any]], dict[str, Any]],
 ) -> None:
-    """Start DBOS in this process as executor ``worker_id``, taking legs of ``labels`` into
-    ``leg`` (how many at once: :func:`register_queues`). DBOS recovers this executor's own
-    legs left PENDING by an earlier life of the same worker id."""
+    """Start DBOS in this process as executor ``worker_id``, taking legs of ``labels`` and of
+    its own queue (at most ``slots`` at once from it) into ``leg`` (how many at once from a
+    label's: :func:`register_queues`). DBOS recovers this executor's own legs left PENDING by
+    an earlier life of the same worker id."""
     dbos = _dbos()
     logging.getLogger("dbos").setLevel(logging.WARNING)
     dbos.DBOS(
@@ -120,8 +138,14 @@ def launch_worker(
 
     dbos.DBOS.workflow(name=LEG_WORKFLOW, max_recovery_attempts=20)(vnc_use_leg)
     names = [queue_name(label) for label in labels]
-    dbos.DBOS.listen_queues(names)
+    dbos.DBOS.listen_queues([*names, worker_queue_name(worker_id)])
     dbos.DBOS.launch()
+    dbos.DBOS.register_queue(  # only this worker takes from it: its own desktop count is right
+        worker_queue_name(worker_id),
+        worker_concurrency=max(1, slots),
+        polling_interval_sec=POLL_SECONDS,
+        on_conflict="always_update",
+    )
 
 
 def register_queues(concurrency: dict[str, int]) -> None:
@@ -202,14 +226,39 @@ class Enqueuer:
             system_database_engine=self._engine, application_name=APP_NAME
         )
 
-    def enqueue(self, label: str, workflow_id: str, payload: dict[str, Any]) -> str:
+    def enqueue(
+        self, label: str, workflow_id: str, payload: dict[str, Any], worker: str | None = None
+    ) -> str:
+        """Put a leg of ``label`` on its label's queue, or on worker ``worker``'s own queue
+        (the live owner of the run's desktop); the leg's input names its label either way."""
         options: Any = {
             "workflow_name": LEG_WORKFLOW,
-            "queue_name": queue_name(label),
+            "queue_name": queue_name(label) if worker is None else worker_queue_name(worker),
             "workflow_id": workflow_id,
             "app_version": APP_VERSION,
         }
-        return str(self._client.enqueue(options, payload).get_workflow_id())
+        leg = {**payload, "label": label}
+        return str(self._client.enqueue(options, leg).get_workflow_id())
+
+    def move_to_labels(self, worker_id: str, label_of: Callable[[dict[str, Any]], str]) -> int:
+        """Move every leg waiting (ENQUEUED) on the queue of worker ``worker_id`` (dead or
+        stopped: it takes no more) to its label's queue, ``label_of`` its input when the input
+        names none (a leg enqueued before legs named their label); how many. A leg recovered
+        from that worker (DBOS puts it back on the queue it came from) is moved too: call this
+        after :func:`recover`. Only for a worker that takes no legs: DBOS's ``resume_workflow``
+        enqueues a leg whatever its state short of finished."""
+        found = self._client.list_workflows(
+            status=["ENQUEUED"],
+            name=LEG_WORKFLOW,
+            queue_name=worker_queue_name(worker_id),
+            load_output=False,
+        )
+        for leg in found:
+            args: tuple[Any, ...] = tuple((leg.input or {}).get("args") or ({},))
+            payload = dict(args[0]) if args and isinstance(args[0], dict) else {}
+            label = str(payload.get("label") or label_of(payload))
+            self._client.resume_workflow(leg.workflow_id, queue_name=queue_name(label))
+        return len(found)
 
     def result(self, workflow_id: str) -> dict[str, Any]:
         """The leg's outcome, waiting until it has one (a recovered leg's, after its retry)."""
@@ -228,8 +277,9 @@ class Enqueuer:
     def pending(
         self, label: str | None = None, executors: list[str] | None = None
     ) -> list[dict[str, Any]]:
-        """Legs queued or running (of those executors), oldest first: workflow id, status,
-        queue, executor."""
+        """Legs queued or running (of those executors; of ``label``'s queue), oldest first:
+        workflow id, status, queue (a label's queue, or a worker's:
+        :func:`worker_queue_name`), executor."""
         names = None if label is None else queue_name(label)
         found = self._client.list_workflows(
             status=["ENQUEUED", "PENDING"],

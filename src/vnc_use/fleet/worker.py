@@ -5,7 +5,10 @@ fleet's queues (see :mod:`vnc_use.fleet`).
   keeps up) and drives at most one leg per desktop: a leg DBOS hands it while none of its
   desktops is free (the label's ``worker_concurrency`` is its biggest worker's desktop count,
   :func:`~vnc_use.fleet.queue.register_queues`) waits at most :data:`FREE_DESK_WAIT` and goes
-  back to the queue for a worker with a free desktop. A leg of a run pinned to another host's
+  back to the queue for a worker with a free desktop. It also takes the legs of its own queue:
+  those of runs pinned to its desktops (:mod:`vnc_use.fleet.route`); one of a run whose
+  desktop is busy with another run waits for it, then goes back to that queue. A leg of a run
+  pinned to another host's
   VNC/RDP desktop (a run whose worker died) connects there (an RDP host: through a bridge of
   its own for the leg); a leg of a run pinned to another worker's local desktop
   (``--desktops N``, reachable from that host only) ends the run ``error`` with one line
@@ -15,12 +18,14 @@ fleet's queues (see :mod:`vnc_use.fleet`).
   :data:`WATCH_SECONDS` it looks for dead workers (lock free: the process is gone; heartbeat
   older than ``--dead-after``: hung or unreachable), declares them dead, **fences** them (ends
   all their sessions: their desktop leases are free, and a hung one that wakes can journal, so
-  send, nothing) and hands their legs back to the queues with DBOS's recovery.
+  send, nothing) and hands their legs back to the queues with DBOS's recovery; the legs waiting
+  on a dead or stopped worker's own queue go to their labels' queues.
 - A worker whose own session was ended or whose row says ``dead`` (it was fenced) exits at
   once with status 1, at its next heartbeat or before and after any leg: a leg it still held
   goes on elsewhere, never twice.
 - On SIGTERM (:meth:`Worker.drain`) it stops taking legs, lets each running leg finish its
-  step and checkpoint, and enqueues each one's continuation for another worker; then exits.
+  step and checkpoint, and enqueues each one's continuation for another worker (on the label's
+  queue, never its own); then exits.
 - A run that pauses for a person ends its leg: it holds no worker and no desktop.
 """
 
@@ -43,6 +48,7 @@ from vnc_use.fleet import queue
 from vnc_use.fleet.db import DEAD_AFTER, FleetDb, RunRow, worker_tag
 from vnc_use.fleet.desktops import Desk, DesktopPool, NoFreeDesktop, reach_leg
 from vnc_use.fleet.leg import LegRequest, drive_leg, report_of, result_json
+from vnc_use.fleet.route import leg_worker
 from vnc_use.status import RunStatus
 
 __all__ = ["HEARTBEAT_SECONDS", "WATCH_SECONDS", "Worker", "WorkerOptions", "check_worker_id"]
@@ -220,7 +226,7 @@ class Worker:
                     self.db.fence(worker_id)
                 except Exception as exc:  # e.g. no right to end its sessions: say so
                     self.say(f"worker {worker_id}: cannot end its sessions: {exc}")
-                count = queue.recover(worker_id)
+                count = queue.recover(worker_id) + self._move_legs(worker_id)
                 self.say(
                     f"worker {worker_id} is dead ({why}): {count} of its legs back on the queues"
                 )
@@ -230,14 +236,34 @@ class Worker:
 
     def _recover_stranded(self, me: str) -> None:
         """Legs DBOS still counts on a stopped or dead worker (one handed to it as it stopped,
-        or as a fenced one woke and exited) go back on the queues (mostly none)."""
+        or as a fenced one woke and exited) go back on the queues, and legs waiting on such a
+        worker's own queue go to their labels' queues (mostly none)."""
         assert self.db is not None and self.enqueuer is not None
         gone = self.db.gone(me)
         if not gone:
             return
-        for worker_id in {leg["executor"] for leg in self.enqueuer.pending(executors=sorted(gone))}:
-            if worker_id in gone:
-                queue.recover(str(worker_id))
+        legs = self.enqueuer.pending()
+        stranded = {str(x["executor"]) for x in legs if x["status"] == "PENDING"} & gone
+        for worker_id in sorted(stranded):
+            queue.recover(worker_id)
+        if stranded:  # recovery puts a leg back on the queue it came from: a gone one's too
+            legs = self.enqueuer.pending()
+        mine = {queue.worker_queue_name(w): w for w in gone}
+        for worker_id in sorted({mine[x["queue"]] for x in legs if x["queue"] in mine}):
+            self._move_legs(worker_id)
+
+    def _move_legs(self, worker_id: str) -> int:
+        """Move the legs waiting on gone worker ``worker_id``'s own queue to their labels'
+        queues (after :func:`~vnc_use.fleet.queue.recover`, which puts a leg it took from
+        there back there); how many."""
+        assert self.db is not None and self.enqueuer is not None
+        db = self.db
+
+        def label_of(payload: dict[str, Any]) -> str:
+            row = db.run(str(payload.get("thread_id", "")))
+            return row.label if row is not None else self.options.labels[0]
+
+        return self.enqueuer.move_to_labels(worker_id, label_of)
 
     # -- legs ----------------------------------------------------------------------------
     def leg(self, payload: dict[str, Any]) -> dict[str, Any]:
@@ -385,19 +411,24 @@ class Worker:
                     agent.request_stop()
 
     def _hand_back(self, payload: dict[str, Any], action: str) -> dict[str, Any]:
-        """Enqueue the leg's continuation for another worker (this one drains, or has no
-        free desktop)."""
+        """Enqueue the leg's continuation: a draining worker's on the label's queue (for
+        another worker); one that found no free desktop where
+        :func:`~vnc_use.fleet.route.leg_worker` says (a run pinned to a busy desktop of ours:
+        our own queue; any other: the label's)."""
         assert self.enqueuer is not None
         db = FleetDb(self.options.database, application_name="vnc-use fleet leg")
         try:
             tid = str(payload["thread_id"])
             row = db.run(tid)
             label = row.label if row is not None else self.options.labels[0]
+            worker = None
+            if row is not None and not self.draining.is_set():
+                worker = leg_worker(db, row)
             number = db.next_leg(tid, "queued")
         finally:
             db.close()
         nxt = {**payload, "action": action}
-        wid = self.enqueuer.enqueue(label, f"{tid}-leg{number}", nxt)
+        wid = self.enqueuer.enqueue(label, f"{tid}-leg{number}", nxt, worker)
         return {"status": "queued", "thread_id": tid, "handed_back": wid}
 
 
