@@ -226,9 +226,12 @@ class Worker:
                     self.db.fence(worker_id)
                 except Exception as exc:  # e.g. no right to end its sessions: say so
                     self.say(f"worker {worker_id}: cannot end its sessions: {exc}")
-                count = queue.recover(worker_id) + self._move_legs(worker_id)
+                count = queue.recover(worker_id)
+                moved = self._move_legs(worker_id)  # after: recovery may put some there
+                also = f"; {moved} moved from its own queue to their labels'" if moved else ""
                 self.say(
-                    f"worker {worker_id} is dead ({why}): {count} of its legs back on the queues"
+                    f"worker {worker_id} is dead ({why}): {count} of its legs back on the "
+                    f"queues{also}"
                 )
                 done.append(worker_id)
         self._recover_stranded(me)
