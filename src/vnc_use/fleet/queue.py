@@ -117,6 +117,7 @@ def launch_worker(
     its own queue (at most ``slots`` at once from it) into ``leg`` (how many at once from a
     label's: :func:`register_queues`). DBOS recovers this executor's own legs left PENDING by
     an earlier life of the same worker id."""
+    _recovery()  # a DBOS without it fails here, at the start, not at the first death
     dbos = _dbos()
     logging.getLogger("dbos").setLevel(logging.WARNING)
     dbos.DBOS(
@@ -164,6 +165,11 @@ def register_queues(concurrency: dict[str, int]) -> None:
 def recover(worker_id: str) -> int:
     """Hand the PENDING legs of dead executor ``worker_id`` back to their queues (DBOS's
     workflow recovery, see the module's doc); how many."""
+    return len(_recovery()([worker_id]))
+
+
+def _recovery() -> Callable[[list[str]], list[Any]]:
+    """DBOS's recovery function (see the module's doc), or one line saying it is missing."""
     dbos = _dbos()
     recover_pending = getattr(dbos.DBOS, "_recover_pending_workflows", None)
     if recover_pending is None:
@@ -173,7 +179,7 @@ def recover(worker_id: str) -> int:
             "vnc-use's fleet needs: install the version pyproject.toml pins (pip install "
             "'vnc-use[fleet]')"
         )
-    return len(recover_pending([worker_id]))
+    return recover_pending  # type: ignore[no-any-return]
 
 
 def current_workflow_id() -> str:
