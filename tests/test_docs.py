@@ -38,6 +38,13 @@ COVERED: list[tuple[str, tuple[str, ...]]] = [
         ("test_a_fleet_of_two_workers_survives_one_killed_and_waits_for_people",),
     ),
     (
+        r"vnc-use worker --worker-id \S+ --runs-dir \S+ --rdp( \S+)+ --rdp-user \S+",
+        (
+            "test_a_worker_owns_an_rdp_host_and_another_goes_on_when_it_dies",
+            "test_a_wrong_rdp_password_stops_the_worker_at_its_start_in_one_line",
+        ),
+    ),
+    (
         r"vnc-use (run --fleet \S+ --task \"Click #r0\" --thread-id r0 --no-hitl|approve --fleet"
         r" \S+ r6|report --fleet \S+ r0 --out \S+|fleet status --fleet \S+)",
         ("test_a_fleet_of_two_workers_survives_one_killed_and_waits_for_people",),

@@ -6,6 +6,9 @@ Worker B owns one local desktop it started (``--desktops 1``); a run submitted w
 the leg, which must not connect to B's loopback desktop: the run ends ``error`` with one line
 naming ``resume --fleet URL --vnc ADDR``. That command continues the run from its checkpoint on
 the probe, where each remaining click lands exactly once.
+
+The approvals of runs on a live worker's local desktop go to that worker (its own queue),
+never to another worker of the label; a dead worker's queued legs go back to the label's queue.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import json
 import os
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,7 +30,7 @@ from vnc_use.testing.postgres import PostgresServer
 
 from cli_tools import CLI, run_cli
 from desktop_fixtures import Probe, start_probe
-from fleet_tools import FleetWorker, answered, presses
+from fleet_tools import FleetWorker, answered, fleet_status, presses
 
 pytestmark = pytest.mark.desktop
 
@@ -222,3 +226,134 @@ def test_a_fleet_database_of_before_desktop_kinds_upgrades_in_place(pg: Postgres
     finally:
         db.close()
     FleetDb(url).close()  # a second opening finds the column there
+
+
+ROUTED = ["ra1", "ra2", "ra3"]
+STRANDED = ["rs1", "rs2"]
+
+
+def _new_database(pg: PostgresServer, name: str) -> str:
+    """A database of its own on the module's server (no worker of another test in it)."""
+    from vnc_use.store import postgres
+
+    admin = postgres.connect(pg.url)
+    try:
+        with admin.cursor() as cur:
+            cur.execute(f"CREATE DATABASE {name}")
+    finally:
+        admin.close()
+    return pg.url.rsplit("/", 1)[0] + f"/{name}"
+
+
+def _popen(argv: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [*CLI, *argv],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _legs_on(url: str, worker_id: str) -> list[dict[str, Any]]:
+    """The legs queued or running on worker ``worker_id``'s own queue (DBOS's view)."""
+    from vnc_use.fleet.queue import Enqueuer, worker_queue_name
+
+    enqueuer = Enqueuer(url)
+    try:
+        return [x for x in enqueuer.pending() if x["queue"] == worker_queue_name(worker_id)]
+    finally:
+        enqueuer.destroy()
+
+
+def test_approvals_of_a_local_desktop_run_go_to_its_worker(
+    pg: PostgresServer, gemini: GeminiStandIn, tmp_path: Path
+) -> None:
+    """Worker B (``--desktops 1``) starts five ``--confirm`` runs; worker A (``--desktops 1``,
+    same label) starts once they wait. Three approvals sent at once all run on B, which alone
+    reaches its local desktop: without routing they would go to the label's queue, where each
+    worker holds one leg at a time, so B takes one and A, idle and polling every 0.2 s, takes
+    a second while B's runs for seconds (connect, screenshot, model) and ends it ``error``:
+    this part fails unless A never polls during B's leg, next to never. Then B is SIGKILLed
+    while it drives one approved leg (waiting for the model) and the other waits on B's own
+    queue: A moves both to the label's queue and each ends with the one-line error of a run
+    whose local desktop is gone; no leg stays on B's queue."""
+    url = _new_database(pg, "fleet_route")
+    held, release = threading.Event(), threading.Event()
+
+    def script(body: dict[str, Any], index: int) -> Reply:
+        tid = str(body["contents"][0]["parts"][0]["text"]).rsplit("#", 1)[1].strip()
+        if answered(body) == 0:
+            return Reply.calls(FunctionCallSpec("click_at", x=500, y=500))
+        if tid in STRANDED:  # B dies waiting for this answer
+            held.set()
+            assert release.wait(90)
+        return Reply.text(f"clicked for {tid}")
+
+    gemini.script(script)
+    runs = tmp_path / "fleet-runs"
+    env = {k: v for k, v in os.environ.items() if k not in ("VNC_PASSWORD", "GOOGLE_API_KEY")}
+    env["VNC_USE_DATABASE_URL"] = ""
+    b = FleetWorker("B", ["--desktops", "1"], url, runs, PASSWORD)
+    a: FleetWorker | None = None
+    procs: list[subprocess.Popen[str]] = []
+    try:
+        assert b.ready.wait(90), b.output
+        for tid in ROUTED + STRANDED:
+            argv = ["run", "--fleet", url, "--task", f"Click once #{tid}", "--thread-id", tid]
+            procs.append(_popen([*argv, "--confirm", "click_at"], env))
+        for proc in procs:
+            out, err = proc.communicate(timeout=180)
+            assert proc.returncode == 3, (out, err, b.output)  # awaiting approval
+        rows = _fleet_runs(url, env)
+        assert {t: (r["status"], r["worker"], r["desktop_kind"]) for t, r in rows.items()} == {
+            t: ("awaiting_approval", "B", "local") for t in ROUTED + STRANDED
+        }
+        a = FleetWorker("A", ["--desktops", "1"], url, runs, PASSWORD)
+        assert a.ready.wait(90), a.output
+
+        procs = [_popen(["approve", "--fleet", url, tid], env) for tid in ROUTED]
+        for tid, proc in zip(ROUTED, procs, strict=True):
+            out, err = proc.communicate(timeout=180)
+            assert proc.returncode == 0, (tid, out, err, a.output, b.output)
+            assert f"answer: clicked for {tid}" in out and "on worker B" in out, out
+        rows = _fleet_runs(url, env)
+        assert {t: (rows[t]["status"], rows[t]["worker"]) for t in ROUTED} == {
+            t: ("done", "B") for t in ROUTED
+        }
+        legs = {w["worker_id"]: w["legs_done"] for w in fleet_status(url)["workers"]}
+        assert legs == {"A": 0, "B": 8}  # five first legs and three approvals, all on B
+
+        procs = [_popen(["approve", "--fleet", url, tid], env) for tid in STRANDED]
+        deadline = time.monotonic() + 120
+        while not (held.is_set() and [x["status"] for x in _legs_on(url, "B")].count("ENQUEUED")):
+            assert time.monotonic() < deadline, ("B never held one leg, queued the other", b.output)
+            time.sleep(0.1)
+        b.kill()
+        release.set()
+        for tid, proc in zip(STRANDED, procs, strict=True):
+            out, err = proc.communicate(timeout=120)
+            line = (
+                f"vnc-use: run {tid}'s desktop was a local desktop of worker B, which is gone; "
+                f"continue it on another desktop: vnc-use resume {tid} --fleet URL --vnc ADDR"
+            )
+            assert proc.returncode == 1, (tid, out, err, a.output)
+            assert line in err.splitlines(), err
+            assert f"status: error (thread {tid} on worker A" in out, out
+        assert _legs_on(url, "B") == []  # nothing stranded on the dead worker's queue
+        assert "worker B is dead" in a.output and "moved from its own queue" in a.output
+        assert {t: r["status"] for t, r in _fleet_runs(url, env).items() if t in STRANDED} == {
+            t: "error" for t in STRANDED
+        }
+        assert not gemini.violations
+    finally:
+        release.set()
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(10)
+        b.kill()
+        if a is not None:
+            a.stop()
+        _down_local_desktops(runs)

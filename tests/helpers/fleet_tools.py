@@ -1,8 +1,10 @@
 """Fleet tests' shared parts: a ``vnc-use worker`` as a separate process, the Gemini
-stand-in's view of a request, the probe's presses at a grid point."""
+stand-in's view of a request, the probe's presses at a grid point, the fleet's status, the
+PostgreSQL sessions a process holds."""
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import signal
@@ -11,10 +13,21 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from cli_tools import CLI
+from cli_tools import CLI, run_cli
 from desktop_fixtures import Probe
 
-__all__ = ["FleetWorker", "answered", "presses"]
+__all__ = [
+    "PASSWORD",
+    "FleetWorker",
+    "WorkerProcess",
+    "answered",
+    "fleet_status",
+    "presses",
+    "sessions_of",
+]
+
+PASSWORD = "fleetpw1"
+"""The VNC password of the fleet tests' probe desktops (the workers' VNC_PASSWORD)."""
 
 
 def answered(body: dict[str, Any]) -> int:
@@ -57,7 +70,8 @@ class FleetWorker:
             stderr=subprocess.STDOUT,
             text=True,
         )
-        threading.Thread(target=self._read, daemon=True).start()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
@@ -68,6 +82,9 @@ class FleetWorker:
 
     @property
     def output(self) -> str:
+        """What it printed so far (all of it once it exited)."""
+        if self.proc.poll() is not None:
+            self._reader.join(10)
         return "".join(self.lines)
 
     def kill(self) -> None:
@@ -79,8 +96,60 @@ class FleetWorker:
     def stop(self) -> None:
         """SIGTERM (drain), and SIGKILL if it does not exit in time."""
         if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)  # a stopped one cannot take a SIGTERM
             self.proc.send_signal(signal.SIGTERM)
             try:
                 self.proc.wait(30)
             except subprocess.TimeoutExpired:
                 self.kill()
+
+
+class WorkerProcess(FleetWorker):
+    """A worker over the probes' desktops (``--vnc``), with the probes' password."""
+
+    def __init__(
+        self, name: str, desks: list[Probe], url: str, runs: Path, extra: tuple[str, ...] = ()
+    ) -> None:
+        servers = [p.desktop.server for p in desks]
+        super().__init__(name, ["--vnc", *servers, *extra], url, runs, PASSWORD)
+
+
+def fleet_status(url: str) -> dict[str, Any]:
+    """``vnc-use fleet status --json``."""
+    done = run_cli(["fleet", "status", "--fleet", url, "--json"])
+    assert done.returncode == 0, done.stdout + done.stderr
+    found: dict[str, Any] = json.loads(done.stdout)
+    return found
+
+
+def _tcp_ports(pid: int, server_port: int) -> set[int]:
+    """The local ports of the TCP connections process ``pid`` has open to ``server_port``
+    (from /proc)."""
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:  # closed meanwhile
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:[") : -1])
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[9] in inodes and int(fields[2].rsplit(":", 1)[1], 16) == server_port:
+                ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
+def sessions_of(conn: Any, pid: int, server_port: int) -> list[str]:
+    """The ``application_name`` of every session process ``pid`` holds with the PostgreSQL
+    server on 127.0.0.1:``server_port``, from ``pg_stat_activity`` (on the test's ``conn``)."""
+    ports = sorted(_tcp_ports(pid, server_port))
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT application_name FROM pg_stat_activity WHERE client_port = ANY(%s) "
+            "AND client_addr = '127.0.0.1'",
+            (ports,),
+        )
+        return [str(row["application_name"]) for row in cur.fetchall()]

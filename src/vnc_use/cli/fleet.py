@@ -258,6 +258,9 @@ def status_command(args: argparse.Namespace) -> int:
             f"  {w['worker_id']:<16} {w['state']:<9} labels {','.join(w['labels'])}  "
             f"heartbeat {w['heartbeat_age']:g} s ago  legs {w['legs_done']}"
         )
+        own = w["queue"]
+        if own["queued"] or own["running"]:  # legs of runs pinned to its desktops
+            print(f"    its own queue: {own['queued']} queued, {own['running']} running")
         for desk, busy in w["desktops"].items():
             print(f"    {desk:<22} {'busy with run ' + busy if busy else 'free'}")
     print("QUEUES")

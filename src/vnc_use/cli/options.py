@@ -27,6 +27,7 @@ __all__ = [
     "add_max_cost",
     "add_model_options",
     "add_rdp_options",
+    "add_rdp_session_options",
     "budget_fields",
     "desktop_target",
     "model_fields",
@@ -297,6 +298,12 @@ def add_rdp_options(p: argparse.ArgumentParser, *, default_help: str) -> None:
         help="an RDP desktop (Windows, xrdp), reached through FreeRDP (xfreerdp) rendered into a "
         f"private local VNC desktop; {default_help}",
     )
+    add_rdp_session_options(p)
+
+
+def add_rdp_session_options(p: argparse.ArgumentParser) -> None:
+    """The ``--rdp-*`` options (how to log in to an RDP host and the session's shape), without
+    ``--rdp`` itself (``vnc-use worker`` takes several hosts)."""
     p.add_argument(
         "--rdp-user",
         default=None,

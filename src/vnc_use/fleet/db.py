@@ -4,7 +4,9 @@
 free or busy with a run), its state (``alive``, ``draining``, ``stopped``, ``dead``) and its
 last heartbeat. A live worker also holds a session-level advisory lock on its own connection
 (:func:`worker_lock_key`): PostgreSQL frees it the moment the worker's process dies, so any
-other worker notices a SIGKILL at once; a hung worker is noticed by its heartbeat's age.
+other worker notices a SIGKILL at once; a hung worker is noticed by its heartbeat's age, and
+fenced (:meth:`FleetDb.fence`): every session it opened (named ``vnc-use worker <id>``,
+:func:`worker_tag`) is ended, its locks with them, so it can write nothing more.
 
 ``vnc_use_fleet_runs``: one row per run submitted to the fleet: its label, task, spec (the
 :class:`~vnc_use.runs.spec.RunSpec`'s JSON: never a secret), the desktop it is pinned to once
@@ -30,15 +32,24 @@ from vnc_use.store.lease import lease_number
 __all__ = [
     "DEAD_AFTER",
     "DESKTOP_KINDS",
+    "MIN_DEAD_AFTER",
     "FleetDb",
     "RunRow",
     "fleet_has_run",
     "kind_of_address",
     "worker_lock_key",
+    "worker_tag",
 ]
 
 DEAD_AFTER = 30.0
-"""A worker whose last heartbeat is older than this many seconds is declared dead."""
+"""A worker whose last heartbeat is older than this many seconds is declared dead (the
+default of ``vnc-use worker --dead-after``)."""
+
+MIN_DEAD_AFTER = 3.0
+"""The shortest ``--dead-after``: a few heartbeats."""
+
+FENCE_WAIT = 5.0
+"""Seconds :meth:`FleetDb.fence` waits for the ended sessions to be gone."""
 
 DESKTOP_KINDS = ("vnc", "local", "rdp")
 """What a run's desktop is: ``vnc`` (an address any worker can reach), ``local`` (one a worker
@@ -60,6 +71,11 @@ _SCHEMA = (
     # added after the first release: a fleet database made before upgrades in place
     f"ALTER TABLE {RUNS} ADD COLUMN IF NOT EXISTS desktop_kind TEXT",
 )
+
+
+def worker_tag(worker_id: str) -> str:
+    """What every session of worker ``worker_id`` is named after (its ``application_name``)."""
+    return f"vnc-use worker {worker_id}"
 
 
 def kind_of_address(desktop: str) -> str:
@@ -131,6 +147,10 @@ class FleetDb:
     def close(self) -> None:
         self.conn.close()
 
+    def lost(self) -> bool:
+        """Whether this connection is gone (ended by the server, e.g. fenced, or broken)."""
+        return bool(self.conn.closed or self.conn.broken)
+
     def _all(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
         with self.conn.cursor() as cur:
             cur.execute(sql, params)
@@ -201,25 +221,62 @@ class FleetDb:
             "ORDER BY worker_id"
         )
 
-    def suspects(self, me: str) -> list[str]:
+    def worker_state(self, worker_id: str) -> str | None:
+        row = self._one(f"SELECT state FROM {WORKERS} WHERE worker_id = %s", (worker_id,))
+        return str(row["state"]) if row else None
+
+    def suspects(self, me: str, dead_after: float = DEAD_AFTER) -> dict[str, str]:
         """Other workers said to be alive or draining whose process is gone (their lock is
-        free) or silent for :data:`DEAD_AFTER` seconds."""
-        found = []
+        free) or silent for ``dead_after`` seconds, each with why."""
+        found = {}
         for row in self.workers():
             if row["worker_id"] == me or row["state"] not in ("alive", "draining"):
                 continue
-            if row["age"] > DEAD_AFTER or self.worker_lock_free(row["worker_id"]):
-                found.append(str(row["worker_id"]))
+            if self.worker_lock_free(row["worker_id"]):
+                found[str(row["worker_id"])] = "its process is gone"
+            elif row["age"] > dead_after:
+                found[str(row["worker_id"])] = f"silent for {row['age']:.1f} s"
         return found
 
-    def recently_stopped(self, me: str, within: float = 60.0) -> list[str]:
-        """Workers that stopped in the last ``within`` seconds: a leg DBOS had just handed
-        one as it stopped is still theirs, for the others to recover."""
-        return [
+    def gone(self, me: str) -> set[str]:
+        """Workers declared dead or stopped: a leg DBOS still counts as theirs (one it handed
+        a worker as it stopped, or a fenced worker as it woke) is for the others to recover."""
+        return {
             str(row["worker_id"])
             for row in self.workers()
-            if row["worker_id"] != me and row["state"] == "stopped" and row["age"] < within
-        ]
+            if row["worker_id"] != me and row["state"] in ("dead", "stopped")
+        }
+
+    def label_desktops(self, label: str) -> int:
+        """The most desktops any live worker of ``label`` owns (0: none)."""
+        row = self._one(
+            f"SELECT COALESCE(MAX((SELECT count(*) FROM jsonb_object_keys(desktops))), 0) AS n "
+            f"FROM {WORKERS} WHERE state IN ('alive', 'draining') AND labels ? %s",
+            (label,),
+        )
+        return int(row["n"]) if row else 0
+
+    def fence(self, worker_id: str) -> int:
+        """End every session of worker ``worker_id`` (its liveness lock, its legs' desktop
+        leases, checkpoints and journal, DBOS's pool), waiting until they are gone: a hung
+        worker that wakes can write nothing more. How many were ended. Needs the right to
+        signal those sessions: the same role (or ``pg_signal_backend``)."""
+        tag = worker_tag(worker_id)
+        rows = self._all(
+            "SELECT pid, application_name FROM pg_stat_activity "
+            "WHERE pid <> pg_backend_pid() AND starts_with(application_name, %s)",
+            (tag,),
+        )
+        pids = [int(r["pid"]) for r in rows if postgres.tagged(r["application_name"], tag)]
+        for pid in pids:
+            self._all("SELECT pg_terminate_backend(%s)", (pid,))
+        deadline = time.monotonic() + FENCE_WAIT
+        while pids and time.monotonic() < deadline:
+            left = self._all("SELECT pid FROM pg_stat_activity WHERE pid = ANY(%s)", (pids,))
+            if not left:
+                break
+            time.sleep(0.05)
+        return len(pids)
 
     def declare_dead(self, worker_id: str) -> bool:
         """Mark a worker dead; True for the one caller that did (it recovers the legs)."""

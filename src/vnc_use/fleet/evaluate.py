@@ -88,7 +88,7 @@ def run_fleet_eval(
         for wid in queued:
             if evaluation.stopped:
                 break
-            outcome = enqueuer.result(wid)
+            outcome = enqueuer.outcome(wid)  # a leg handed back: its continuation's
             if outcome.get("result"):
                 result = TaskResult.model_validate(outcome["result"])
                 evaluation.results.append(result)

@@ -10,9 +10,9 @@ whose outcome is unknown is never re-sent blindly.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vnc_use import config
 from vnc_use.agent.state import RunResult
@@ -20,6 +20,9 @@ from vnc_use.errors import ConfigError
 from vnc_use.record.report import REPORT_NAME
 from vnc_use.runs import RunSpec, VncUseAgent
 from vnc_use.status import RunStatus
+
+if TYPE_CHECKING:
+    from vnc_use.desktops.target import DesktopTarget, ReachedDesktop
 
 __all__ = ["LegRequest", "drive_leg", "result_json"]
 
@@ -37,6 +40,8 @@ class LegRequest:
         password: str | None,
         runs_dir: Path,
         database: str,
+        *,
+        rdp: tuple[DesktopTarget, ReachedDesktop] | None = None,
     ) -> None:
         self.thread_id = str(payload["thread_id"])
         self.action = str(payload.get("action", "run"))
@@ -48,6 +53,8 @@ class LegRequest:
         self.password = password
         self.runs_dir = runs_dir
         self.database = database
+        self.rdp = rdp
+        """An RDP host's target and the bridge to it (``server`` is the bridge's)."""
 
 
 def _agent(req: LegRequest) -> VncUseAgent:
@@ -58,8 +65,18 @@ def _agent(req: LegRequest) -> VncUseAgent:
         if not value:
             raise ConfigError(f"sensitive name {name}: set {variable} in the worker's environment")
         sensitive[name] = value
-    password = req.password or config.named_secret(spec.vnc_password_env)
     planner = spec.planner()
+    if req.rdp is not None:  # the run names the RDP host; its lease is on the host
+        target, reached = req.rdp
+        on_host = replace(spec, desktop=target, runs_dir=str(req.runs_dir))
+        return VncUseAgent.from_spec(
+            on_host,
+            reached=reached,
+            planner=planner,
+            sensitive_text=sensitive,
+            checkpointer=req.database,
+        )
+    password = req.password or config.named_secret(spec.vnc_password_env)
     return VncUseAgent(
         vnc_server=req.server,
         vnc_password=password,

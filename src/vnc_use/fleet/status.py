@@ -1,4 +1,5 @@
-"""``vnc-use fleet status``: the workers, their desktops, the queues, the runs waiting."""
+"""``vnc-use fleet status``: the workers (each with its own queue's depth: the legs of runs
+pinned to its desktops), their desktops, the labels' queues, the runs waiting."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from collections import Counter
 from typing import Any
 
 from vnc_use.fleet.db import DEAD_AFTER, FleetDb
-from vnc_use.fleet.queue import Enqueuer
+from vnc_use.fleet.queue import Enqueuer, worker_queue_name
 from vnc_use.status import RunStatus
 
 __all__ = ["fleet_status"]
@@ -38,6 +39,9 @@ def fleet_status(url: str) -> dict[str, Any]:
         legs = enqueuer.pending()
         queued = Counter(leg["queue"] for leg in legs if leg["status"] == "ENQUEUED")
         running = Counter(leg["queue"] for leg in legs if leg["status"] == "PENDING")
+        for w in workers:  # its own queue: legs of runs pinned to its desktops
+            name = worker_queue_name(str(w["worker_id"]))
+            w["queue"] = {"queued": queued.pop(name, 0), "running": running.pop(name, 0)}
         queues = {
             str(name).removeprefix("vnc-use-"): {"queued": queued[name], "running": running[name]}
             for name in sorted(set(queued) | set(running))

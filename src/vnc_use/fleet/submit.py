@@ -1,7 +1,9 @@
 """``run/approve/deny/resume --fleet URL``: put a leg on the queue and wait for its outcome.
 
 A submitter needs only the database URL. The run's spec goes into the fleet's runs table
-(never a secret: names of variables only), the leg onto its label's queue; the outcome comes
+(never a secret: names of variables only), the leg onto its label's queue, or a later leg of a
+run pinned to a live worker's desktop onto that worker's own queue
+(:func:`~vnc_use.fleet.route.leg_worker`); the outcome comes
 back through the database (the leg's result, the run's report), so nothing is shared with the
 workers but the database.
 """
@@ -14,6 +16,7 @@ from typing import Any
 from vnc_use.errors import ConfigError
 from vnc_use.fleet.db import FleetDb, RunRow
 from vnc_use.fleet.queue import Enqueuer
+from vnc_use.fleet.route import leg_worker
 from vnc_use.record.folder import check_thread_id
 from vnc_use.status import RunStatus
 
@@ -55,9 +58,9 @@ class Submitter:
 
     def answer(self, thread_id: str, action: str, desktop: str | None = None) -> str:
         """The next leg of a run: ``approve``, ``deny`` or ``resume``; its workflow id.
-        ``desktop`` (a VNC ``HOST::PORT``) moves the run there first: the worker that owns
-        it, else any worker of the run's label (with its own ``VNC_PASSWORD``) continues it
-        from its checkpoint."""
+        ``desktop`` (a VNC ``HOST::PORT``) moves the run there first: the live worker that
+        owns it, else any worker of the run's label (with its own ``VNC_PASSWORD``) continues
+        it from its checkpoint; a run pinned to a live worker's desktop goes to that worker."""
         row = self.run(thread_id)
         waiting = row.status == RunStatus.AWAITING_APPROVAL.value
         if action in ("approve", "deny") and not waiting:
@@ -71,10 +74,11 @@ class Submitter:
             raise ConfigError(f"run {thread_id!r} is {row.status} already")
         if desktop is not None:
             self.db.repin(thread_id, desktop, "vnc")
+            row = self.run(thread_id)
+        worker = leg_worker(self.db, row)
         number = self.db.next_leg(thread_id, "queued")
-        return self.enqueuer.enqueue(
-            row.label, f"{thread_id}-leg{number}", {"thread_id": thread_id, "action": action}
-        )
+        payload = {"thread_id": thread_id, "action": action}
+        return self.enqueuer.enqueue(row.label, f"{thread_id}-leg{number}", payload, worker)
 
     def run(self, thread_id: str) -> RunRow:
         row = self.db.run(thread_id)
@@ -83,10 +87,6 @@ class Submitter:
         return row
 
     def wait(self, workflow_id: str) -> dict[str, Any]:
-        """The outcome of the leg (following hand-overs of a draining worker)."""
-        while True:
-            outcome = self.enqueuer.result(workflow_id)
-            handed = outcome.get("handed_back")
-            if not handed:
-                return outcome
-            workflow_id = str(handed)
+        """The outcome of the leg (following its hand-backs: a draining worker's, a worker's
+        with no free desktop)."""
+        return self.enqueuer.outcome(workflow_id)

@@ -1,42 +1,63 @@
 """``vnc-use worker``: a long-running process per desktop host that takes run legs from the
 fleet's queues (see :mod:`vnc_use.fleet`).
 
-- It owns desktops (:mod:`vnc_use.fleet.desktops`) and takes at most one leg per desktop
-  (DBOS's ``worker_concurrency``); a leg of a run pinned to another host's VNC/RDP desktop
-  (a run whose worker died) connects there; a leg of a run pinned to another worker's local
-  desktop (``--desktops N``, reachable from that host only) ends the run ``error`` with one
-  line naming ``resume --fleet URL --vnc ADDR``, without connecting.
-- It heartbeats every :data:`HEARTBEAT_SECONDS` and holds its liveness lock; every
+- It owns desktops (:mod:`vnc_use.fleet.desktops`: local, VNC, RDP hosts through bridges it
+  keeps up) and drives at most one leg per desktop: a leg DBOS hands it while none of its
+  desktops is free (the label's ``worker_concurrency`` is its biggest worker's desktop count,
+  :func:`~vnc_use.fleet.queue.register_queues`) waits at most :data:`FREE_DESK_WAIT` and goes
+  back to the queue for a worker with a free desktop. It also takes the legs of its own queue:
+  those of runs pinned to its desktops (:mod:`vnc_use.fleet.route`); one of a run whose
+  desktop is busy with another run waits for it, then goes back to that queue. A leg of a run
+  pinned to another host's
+  VNC/RDP desktop (a run whose worker died) connects there (an RDP host: through a bridge of
+  its own for the leg); a leg of a run pinned to another worker's local desktop
+  (``--desktops N``, reachable from that host only) ends the run ``error`` with one line
+  naming ``resume --fleet URL --vnc ADDR``, without connecting.
+- Every session it opens is named ``vnc-use worker <id>`` (:func:`~vnc_use.fleet.db.worker_tag`).
+  It heartbeats every :data:`HEARTBEAT_SECONDS` and holds its liveness lock; every
   :data:`WATCH_SECONDS` it looks for dead workers (lock free: the process is gone; heartbeat
-  older than :data:`~vnc_use.fleet.db.DEAD_AFTER`: hung or unreachable), declares them dead
-  and hands their legs back to the queues with DBOS's recovery.
+  older than ``--dead-after``: hung or unreachable), declares them dead, **fences** them (ends
+  all their sessions: their desktop leases are free, and a hung one that wakes can journal, so
+  send, nothing) and hands their legs back to the queues with DBOS's recovery; the legs waiting
+  on a dead or stopped worker's own queue go to their labels' queues.
+- A worker whose own session was ended or whose row says ``dead`` (it was fenced) exits at
+  once with status 1, at its next heartbeat or before and after any leg: a leg it still held
+  goes on elsewhere, never twice.
 - On SIGTERM (:meth:`Worker.drain`) it stops taking legs, lets each running leg finish its
-  step and checkpoint, and enqueues each one's continuation for another worker; then exits.
+  step and checkpoint, and enqueues each one's continuation for another worker (on the label's
+  queue, never its own); then exits.
 - A run that pauses for a person ends its leg: it holds no worker and no desktop.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import re
 import socket
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from vnc_use.errors import VncUseError
+from vnc_use.desktops.target import DesktopTarget
+from vnc_use.errors import ConfigError, VncUseError
 from vnc_use.fleet import queue
-from vnc_use.fleet.db import FleetDb, RunRow
-from vnc_use.fleet.desktops import Desk, DesktopPool
+from vnc_use.fleet.db import DEAD_AFTER, FleetDb, RunRow, worker_tag
+from vnc_use.fleet.desktops import Desk, DesktopPool, NoFreeDesktop, reach_leg
 from vnc_use.fleet.leg import LegRequest, drive_leg, report_of, result_json
+from vnc_use.fleet.route import leg_worker
 from vnc_use.status import RunStatus
 
-__all__ = ["HEARTBEAT_SECONDS", "WATCH_SECONDS", "Worker", "WorkerOptions"]
+__all__ = ["HEARTBEAT_SECONDS", "WATCH_SECONDS", "Worker", "WorkerOptions", "check_worker_id"]
 
 HEARTBEAT_SECONDS = 2.0
 WATCH_SECONDS = 1.0
+FREE_DESK_WAIT = 1.0
+"""Seconds a new leg waits for one of this worker's desktops before it goes back to the queue."""
+_WORKER_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$")
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +71,12 @@ class WorkerOptions:
     vnc: list[str] = field(default_factory=list)
     local_desktops: int = 0
     desktop_size: tuple[int, int] = (1280, 800)
+    rdp: list[str] = field(default_factory=list)
+    """RDP hosts (``HOST[:PORT]``) this worker owns, each through a bridge kept up."""
+    rdp_settings: DesktopTarget = field(default_factory=DesktopTarget)
+    """How to reach an RDP host (user name, domain, size, ...; the password's variable):
+    this worker's own hosts and those of runs it goes on with (their worker died)."""
+    dead_after: float = DEAD_AFTER
 
 
 class Worker:
@@ -63,16 +90,22 @@ class Worker:
         self.enqueuer: queue.Enqueuer | None = None
         self.draining = threading.Event()
         self.stopped = threading.Event()
+        self.stopping = threading.Event()  # its own session closes: not a fence
         self._agents: dict[str, Stoppable] = {}
         self._legs = 0  # legs in this process now (DBOS workflows started, not returned)
         self._lock = threading.Lock()
+        self._exiting = threading.Lock()
 
     # -- life --------------------------------------------------------------------------------
     def start(self) -> None:
         o = self.options
+        check_worker_id(o.worker_id)
         for label in o.labels:
             queue.queue_name(label)  # a bad label fails before anything starts
-        self.db = FleetDb(o.database, application_name=f"vnc-use worker {o.worker_id}")
+        from vnc_use.store import postgres
+
+        postgres.tag_sessions(worker_tag(o.worker_id))  # every session: a fence finds them
+        self.db = FleetDb(o.database, application_name="heartbeat")
         if not self.db.hold_worker_lock(o.worker_id):
             raise VncUseError(
                 f"worker {o.worker_id} is already running (its lock is held); give this one "
@@ -80,6 +113,9 @@ class Worker:
             )
         for address in o.vnc:
             self.pool.add_vnc(address)
+        for host in o.rdp:
+            log_path = o.runs_dir / ".fleet-desktops" / o.worker_id / f"rdp-{host}.log"
+            self.pool.add_rdp(replace(o.rdp_settings, rdp_server=host), log_path)
         for n in range(o.local_desktops):
             root = o.runs_dir / ".fleet-desktops" / o.worker_id / f"desktop-{n + 1}"
             self.pool.add_local(root, o.desktop_size)
@@ -87,6 +123,9 @@ class Worker:
             _set_up_storage(o.database, o.runs_dir)
         self.db.register_worker(o.worker_id, o.labels, self.pool.snapshot(), socket.gethostname())
         queue.launch_worker(o.database, o.worker_id, o.labels, len(self.pool.desks), self.leg)
+        with self.db.setup_lock():  # one at a time: a bigger worker's count is never undone
+            mine = len(self.pool.desks)
+            queue.register_queues({x: max(mine, self.db.label_desktops(x)) for x in o.labels})
         self.enqueuer = queue.Enqueuer(o.database)  # after DBOS created its tables
         for target in (self._heartbeats, self._watch):
             threading.Thread(target=target, daemon=True, name=target.__name__).start()
@@ -122,6 +161,7 @@ class Worker:
     def stop(self, state: str) -> None:
         """Stop DBOS, say so in the database, give the desktops back (each step even when an
         earlier one failed: the database may be gone)."""
+        self.stopping.set()
         steps = [queue.shutdown]
         if self.db is not None:
             db = self.db
@@ -138,16 +178,34 @@ class Worker:
 
     # -- heartbeats and the watch over other workers -----------------------------------------
     def _heartbeats(self) -> None:
-        assert self.db is not None
         while not self.stopped.wait(HEARTBEAT_SECONDS):
-            try:
-                state = self.db.heartbeat(self.options.worker_id, self.pool.snapshot())
-            except Exception as exc:  # the database is away: try again
-                log.warning("heartbeat failed: %s", exc)
-                continue
-            if state == "dead":  # declared dead (hung too long): its legs went elsewhere
-                self.say(f"worker {self.options.worker_id} was declared dead; exiting")
-                os._exit(1)
+            self._beat()
+
+    def _beat(self) -> None:
+        """Heartbeat now, with the desktops as they are; exit at once if this worker was
+        fenced (see :meth:`_fenced`)."""
+        if self.db is None:
+            return
+        try:
+            state = self.db.heartbeat(self.options.worker_id, self.pool.snapshot())
+        except Exception as exc:
+            if self.db.lost():  # our session was ended: fenced, or the database restarted
+                self._fenced("its database session was ended")
+            log.warning("heartbeat failed: %s", exc)  # a passing error: try again
+            return
+        if state == "dead":  # declared dead (hung too long): its legs went elsewhere
+            self._fenced("it was declared dead")
+
+    def _fenced(self, why: str) -> None:
+        """Another worker declared this one dead and took its legs: stop everything now (its
+        sessions are ended: nothing it still holds can be journaled, so sent)."""
+        if self.stopping.is_set():  # stop() closed our session itself
+            return
+        with self._exiting:  # one line, whichever thread noticed first
+            self.say(
+                f"worker {self.options.worker_id}: {why} (its legs went on elsewhere); exiting"
+            )
+            os._exit(1)
 
     def _watch(self) -> None:
         while not self.stopped.wait(WATCH_SECONDS):
@@ -157,26 +215,69 @@ class Worker:
                 log.warning("watching the other workers failed: %s", exc)
 
     def watch_once(self) -> list[str]:
-        """Declare dead workers dead and recover their legs; which ones this call did."""
+        """Declare dead workers dead, fence them and recover their legs; which ones this call
+        declared."""
         assert self.db is not None
+        me = self.options.worker_id
         done = []
-        for worker_id in self.db.suspects(self.options.worker_id):
+        for worker_id, why in self.db.suspects(me, self.options.dead_after).items():
             if self.db.declare_dead(worker_id):
+                try:
+                    self.db.fence(worker_id)
+                except Exception as exc:  # e.g. no right to end its sessions: say so
+                    self.say(f"worker {worker_id}: cannot end its sessions: {exc}")
                 count = queue.recover(worker_id)
-                self.say(f"worker {worker_id} is dead: {count} of its legs back on the queues")
+                moved = self._move_legs(worker_id)  # after: recovery may put some there
+                also = f"; {moved} moved from its own queue to their labels'" if moved else ""
+                self.say(
+                    f"worker {worker_id} is dead ({why}): {count} of its legs back on the "
+                    f"queues{also}"
+                )
                 done.append(worker_id)
-        for worker_id in self.db.recently_stopped(self.options.worker_id):
-            queue.recover(worker_id)  # mostly none: a leg taken as it stopped
+        self._recover_stranded(me)
         return done
+
+    def _recover_stranded(self, me: str) -> None:
+        """Legs DBOS still counts on a stopped or dead worker (one handed to it as it stopped,
+        or as a fenced one woke and exited) go back on the queues, and legs waiting on such a
+        worker's own queue go to their labels' queues (mostly none)."""
+        assert self.db is not None and self.enqueuer is not None
+        gone = self.db.gone(me)
+        if not gone:
+            return
+        legs = self.enqueuer.pending()
+        stranded = {str(x["executor"]) for x in legs if x["status"] == "PENDING"} & gone
+        for worker_id in sorted(stranded):
+            queue.recover(worker_id)
+        if stranded:  # recovery puts a leg back on the queue it came from: a gone one's too
+            legs = self.enqueuer.pending()
+        mine = {queue.worker_queue_name(w): w for w in gone}
+        for worker_id in sorted({mine[x["queue"]] for x in legs if x["queue"] in mine}):
+            self._move_legs(worker_id)
+
+    def _move_legs(self, worker_id: str) -> int:
+        """Move the legs waiting on gone worker ``worker_id``'s own queue to their labels'
+        queues (after :func:`~vnc_use.fleet.queue.recover`, which puts a leg it took from
+        there back there); how many."""
+        assert self.db is not None and self.enqueuer is not None
+        db = self.db
+
+        def label_of(payload: dict[str, Any]) -> str:
+            row = db.run(str(payload.get("thread_id", "")))
+            return row.label if row is not None else self.options.labels[0]
+
+        return self.enqueuer.move_to_labels(worker_id, label_of)
 
     # -- legs ----------------------------------------------------------------------------
     def leg(self, payload: dict[str, Any]) -> dict[str, Any]:
         """The DBOS workflow: one leg (see :mod:`vnc_use.fleet.leg`)."""
+        self._beat()  # a fenced worker that woke runs nothing more
         with self._lock:
             self._legs += 1
         try:
             outcome = self._one_leg(payload)
         finally:
+            self._beat()  # nor reports a leg that went on elsewhere; its desktop shows free
             with self._lock:
                 self._legs -= 1
         if self.db is not None and not outcome.get("handed_back"):
@@ -204,23 +305,15 @@ class Worker:
             result = {"status": "error", "thread_id": tid, "error": unreachable}
             db.finish_leg(tid, "error", result, None)
             return {"worker": self.options.worker_id, **result}
-        desk = self._desk_for(row)
+        try:
+            desk = self._desk_for(row)
+        except NoFreeDesktop:  # DBOS gave us more legs than free desktops: another worker's
+            return self._hand_back(payload, str(payload.get("action", "run")))
         server = desk.server if desk is not None else str(row.desktop)
-        password = desk.password if desk is not None else None
         kind = desk.kind if desk is not None else str(row.kind)
         try:
             db.pin(tid, server, kind, self.options.worker_id)
-            request = LegRequest(
-                payload, row.spec, server, password, self.options.runs_dir, self.options.database
-            )
-            try:
-                result = result_json(drive_leg(request, lambda a: self._running(tid, a)))
-            except VncUseError as exc:
-                result = {"status": "error", "thread_id": tid, "error": str(exc)}
-            except Exception as exc:  # a bug: the run stays resumable, the asker sees one line
-                log.exception("leg of run %s failed", tid)
-                error = f"internal error on worker {self.options.worker_id}: {exc!r}"
-                result = {"status": "error", "thread_id": tid, "error": error}
+            result = self._drive(payload, row, desk, server)
         finally:
             if desk is not None:
                 self.pool.give_back(desk)
@@ -229,14 +322,38 @@ class Worker:
             return self._hand_back(payload, "resume")
         return {"worker": self.options.worker_id, **result}
 
+    def _drive(
+        self, payload: dict[str, Any], row: RunRow, desk: Desk | None, server: str
+    ) -> dict[str, Any]:
+        """The leg on its desktop (``desk``, else ``server`` elsewhere: a VNC address, an RDP
+        host through a bridge of ours); its result as JSON (a failure: one line, the run stays
+        resumable)."""
+        o, tid = self.options, row.thread_id
+        try:
+            with reach_leg(desk, server, o.rdp_settings, o.runs_dir / tid, o.worker_id) as at:
+                rdp = (at.target, at.reached) if at.target and at.reached else None
+                request = LegRequest(
+                    payload, row.spec, at.server, at.password, o.runs_dir, o.database, rdp=rdp
+                )
+                return result_json(drive_leg(request, lambda a: self._running(tid, a)))
+        except VncUseError as exc:
+            return {"status": "error", "thread_id": tid, "error": str(exc)}
+        except Exception as exc:  # a bug: the run stays resumable, the asker sees one line
+            log.exception("leg of run %s failed", tid)
+            error = f"internal error on worker {o.worker_id}: {exc!r}"
+            return {"status": "error", "thread_id": tid, "error": error}
+
     def _eval_leg(self, payload: dict[str, Any]) -> dict[str, Any]:
         """A task of ``eval --fleet``: setup, agent and check on a desktop of ours."""
         from vnc_use.fleet.evaluate import run_eval_leg
 
         tid = str(payload["thread_id"])
         outcome: dict[str, Any] = {"interrupted": True}
+        desk = None
         if not self.draining.is_set():
-            desk = self.pool.take(tid)
+            with contextlib.suppress(NoFreeDesktop):  # none: another worker's, with a free one
+                desk = self.pool.take(tid, timeout=FREE_DESK_WAIT)
+        if desk is not None:
             try:
                 desktop = desk.fresh()
                 stopper = _EvalStop()
@@ -249,10 +366,10 @@ class Worker:
                     self._running(tid, None)
             finally:
                 self.pool.give_back(desk)
-        if outcome.get("interrupted"):  # drained: another worker does the task
+        if outcome.get("interrupted"):  # drained, or no free desktop: another worker does it
             assert self.enqueuer is not None
             label = str(payload.get("label") or self.options.labels[0])
-            wid = self.enqueuer.enqueue(label, queue.current_workflow_id() + "-back", payload)
+            wid = self.enqueuer.enqueue(label, _next_back(queue.current_workflow_id()), payload)
             return {"handed_back": wid}
         return outcome
 
@@ -279,8 +396,11 @@ class Worker:
 
     def _desk_for(self, row: RunRow) -> Desk | None:
         """The run's desktop if it is one of ours (waiting until it is free), a free one of
-        ours for a run not pinned yet; None for another host's desktop."""
-        if row.desktop is None or self.pool.owns(row.desktop):
+        ours for a run not pinned yet (:class:`NoFreeDesktop` if none comes free within
+        :data:`FREE_DESK_WAIT`); None for another host's desktop."""
+        if row.desktop is None:
+            return self.pool.take(row.thread_id, timeout=FREE_DESK_WAIT)
+        if self.pool.owns(row.desktop):
             return self.pool.take(row.thread_id, row.desktop)
         return None
 
@@ -294,19 +414,43 @@ class Worker:
                     agent.request_stop()
 
     def _hand_back(self, payload: dict[str, Any], action: str) -> dict[str, Any]:
-        """Enqueue the leg's continuation for another worker (this one drains)."""
+        """Enqueue the leg's continuation: a draining worker's on the label's queue (for
+        another worker); one that found no free desktop where
+        :func:`~vnc_use.fleet.route.leg_worker` says (a run pinned to a busy desktop of ours:
+        our own queue; any other: the label's)."""
         assert self.enqueuer is not None
         db = FleetDb(self.options.database, application_name="vnc-use fleet leg")
         try:
             tid = str(payload["thread_id"])
             row = db.run(tid)
             label = row.label if row is not None else self.options.labels[0]
+            worker = None
+            if row is not None and not self.draining.is_set():
+                worker = leg_worker(db, row)
             number = db.next_leg(tid, "queued")
         finally:
             db.close()
         nxt = {**payload, "action": action}
-        wid = self.enqueuer.enqueue(label, f"{tid}-leg{number}", nxt)
+        wid = self.enqueuer.enqueue(label, f"{tid}-leg{number}", nxt, worker)
         return {"status": "queued", "thread_id": tid, "handed_back": wid}
+
+
+def check_worker_id(worker_id: str) -> None:
+    """A worker id names its database sessions: letters, digits, '.', '_', '-' (at most 40)."""
+    if not _WORKER_ID.match(worker_id):
+        raise ConfigError(
+            f"worker id {worker_id!r}: use letters, digits, '.', '_' and '-' (at most 40), e.g. "
+            "--worker-id host-a"
+        )
+
+
+def _next_back(workflow_id: str) -> str:
+    """The id of a leg's continuation handed back: ``<id>-back<N+1>``."""
+    base, n = workflow_id, 0
+    found = re.match(r"^(.*)-back(\d*)$", workflow_id)
+    if found:
+        base, n = found.group(1), int(found.group(2) or 1)
+    return f"{base}-back{n + 1}"
 
 
 def _set_up_storage(database: str, runs_dir: Path) -> None:

@@ -8,6 +8,11 @@ record is durable when its ``INSERT`` returns.
 A connection string (``postgresql://user:password@host:port/db`` or libpq's ``key=value``
 form) may hold a password: it is never written anywhere; :func:`redact` is what run.json, logs
 and messages show.
+
+A process may tag its sessions (:func:`tag_sessions`, a fleet worker does: ``vnc-use worker
+<id>``): every connection it opens from then on has an ``application_name`` of the tag, or
+``<tag>: <name>`` for a connection that names itself (a lease: the run's thread id), so another
+process can find and end them all in ``pg_stat_activity`` (:func:`tagged`).
 """
 
 from __future__ import annotations
@@ -33,11 +38,36 @@ __all__ = [
     "password_of",
     "redact",
     "release_advisory_lock",
+    "session_name",
+    "tag_sessions",
+    "tagged",
     "try_advisory_lock",
 ]
 
 _INSTALL_HINT = "install the postgres extra: pip install 'vnc-use[postgres]'"
 _SCHEMES = ("postgresql://", "postgres://")
+_NAME_MAX = 63  # PostgreSQL keeps application_name to NAMEDATALEN - 1 bytes
+_TAG_SEP = ": "
+_tag: str | None = None
+
+
+def tag_sessions(tag: str | None) -> None:
+    """Name every connection this process opens from now on after ``tag`` (None: stop)."""
+    global _tag
+    _tag = tag
+
+
+def session_name(name: str | None = None) -> str | None:
+    """The ``application_name`` of a connection that calls itself ``name`` in this process."""
+    if _tag is None:
+        return name[:_NAME_MAX] if name else None
+    return f"{_tag}{_TAG_SEP}{name}"[:_NAME_MAX] if name else _tag
+
+
+def tagged(application_name: str | None, tag: str) -> bool:
+    """Whether a session of that ``application_name`` was opened under ``tag``."""
+    name = application_name or ""
+    return name == tag or name.startswith(tag + _TAG_SEP)
 
 
 def is_postgres_url(location: str) -> bool:
@@ -89,7 +119,8 @@ def connect(conninfo: str, application_name: str | None = None) -> psycopg.Conne
         from psycopg.rows import dict_row
     except ImportError:
         raise ConfigError(f"PostgreSQL needs psycopg: {_INSTALL_HINT}") from None
-    extra = {"application_name": application_name} if application_name else {}
+    name = session_name(application_name)
+    extra = {"application_name": name} if name else {}
     try:
         conn: psycopg.Connection[Any] = psycopg.connect(
             make_conninfo(conninfo, connect_timeout=10, **extra),
@@ -212,4 +243,7 @@ def advisory_holder(conn: psycopg.Connection[Any], key: int) -> str | None:
             (key,),
         )
         row = cur.fetchone()
-    return str(row["name"]) if row and row["name"] else None
+    if not (row and row["name"]):
+        return None
+    name = str(row["name"])  # a tagged session: "<tag>: <holder>"
+    return name.split(_TAG_SEP, 1)[1] if _TAG_SEP in name else name
