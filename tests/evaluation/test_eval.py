@@ -271,7 +271,9 @@ def test_ctrl_c_stops_cleanly_and_a_rerun_goes_on(gemini: GeminiStandIn, tmp_pat
         while not (out / "results.jsonl").exists() or not results(out):
             assert time.monotonic() < deadline and proc.poll() is None, proc.stderr
             time.sleep(0.1)
-        time.sleep(0.5)  # task two is waiting in its first step
+        while not asked_about(gemini, "write two into"):  # task two's first step: a wait
+            assert time.monotonic() < deadline and proc.poll() is None, proc.stderr
+            time.sleep(0.05)
         proc.send_signal(signal.SIGINT)
         _, stderr = proc.communicate(timeout=60)
     finally:
