@@ -163,8 +163,8 @@ def test_a_run_whose_local_desktop_died_ends_error_and_resumes_on_another_deskto
 
 
 def test_resume_fleet_refuses_what_a_leg_cannot_honour() -> None:
-    """``approve``/``deny``/``resume --fleet`` with a desktop option a worker cannot take:
-    one line, exit 2, before any database is reached."""
+    """``run``/``approve``/``deny``/``resume --fleet`` with a desktop option a worker cannot
+    take: one line, exit 2, before any database is reached (never silently dropped)."""
     url = "postgresql://ann@127.0.0.1:1/fleet"
     cases = [
         (["resume", "t1", "--fleet", url, "--rdp", "host"], "--rdp cannot go with resume"),
@@ -172,6 +172,23 @@ def test_resume_fleet_refuses_what_a_leg_cannot_honour() -> None:
         (["resume", "t1", "--fleet", url, "--vnc", "no::port::x"], "bad VNC address"),
         (["deny", "t1", "--fleet", url, "--reconnect-window", "5"], "--reconnect-window cannot"),
         (["resume", "t1", "--fleet", url, "--no-video", "--vnc-ca", "x"], "--vnc-ca, --video"),
+        # run --fleet: the connection options of a run on a desktop it does not choose
+        (["run", "--task", "t", "--fleet", url, "--vnc-user", "bob"], "--vnc-user cannot go"),
+        (
+            [
+                "run",
+                "--task",
+                "t",
+                "--fleet",
+                url,
+                "--connect-timeout",
+                "5",
+                "--screen-region",
+                "0,0,9,9",
+            ],
+            "--connect-timeout, --screen-region cannot go with run --fleet",
+        ),
+        (["run", "--task", "t", "--fleet", url, "--vnc-password-env", "P"], "--vnc-password-env"),
     ]
     for argv, says in cases:
         done = run_cli(argv, env={"VNC_USE_DATABASE_URL": ""})

@@ -65,6 +65,24 @@ def fleet_url(value: str | None) -> str:
     return url
 
 
+_RUN_DROPS = {
+    "server": "--server",
+    "checkpointer": "--checkpointer",
+    "vnc_user": "--vnc-user",
+    "vnc_ca": "--vnc-ca",
+    "connect_timeout": "--connect-timeout",
+    "screen_region": "--screen-region",
+    "rdp_user": "--rdp-user",
+    "rdp_domain": "--rdp-domain",
+    "rdp_size": "--rdp-size",
+    "rdp_cert_fingerprint": "--rdp-cert-fingerprint",
+    "rdp_paste_text": "--rdp-paste-text",
+    "rdp_allow_unverified_login": "--rdp-allow-unverified-login",
+}
+"""Options of ``run`` a fleet's run cannot honour when given: refused, never dropped."""
+_RUN_DEFAULTS = {"vnc_password_env": "VNC_PASSWORD", "rdp_password_env": "RDP_PASSWORD"}
+
+
 def _spec(args: argparse.Namespace) -> dict[str, Any]:
     """The run's spec (never a secret): the desktop is the worker's to choose."""
     if args.vnc or args.rdp or args.vnc_password:
@@ -74,6 +92,17 @@ def _spec(args: argparse.Namespace) -> dict[str, Any]:
         )
     if getattr(args, "view", False) or args.reconnect_window is not None:
         raise ConfigError("--view and --reconnect-window cannot apply with --fleet: drop them")
+    dropped = [flag for name, flag in _RUN_DROPS.items() if getattr(args, name, None) is not None]
+    dropped += [
+        f"--{name.replace('_', '-')}"
+        for name, default in _RUN_DEFAULTS.items()
+        if getattr(args, name, default) != default
+    ]
+    if dropped:
+        raise ConfigError(
+            f"{', '.join(dropped)} cannot go with run --fleet: the worker's desktop, environment "
+            "and database apply (a desktop's password: the worker's VNC_PASSWORD); drop them"
+        )
     from vnc_use.cli.options import budget_fields, model_fields, video_fields
     from vnc_use.runs.spec import RunSpec
 
