@@ -3,6 +3,7 @@ OpenAI-compatible stand-in."""
 
 import os
 import shutil
+import signal
 import tempfile
 
 import pytest
@@ -67,6 +68,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # A suite started in the background of a non-interactive shell (`.ci/run &`) inherits
+    # SIGINT ignored, and so would every process a test starts: the tests that stop a tool
+    # with Ctrl-C (SIGINT) need it delivered, as in a person's terminal.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     config.addinivalue_line(
         "markers",
         "standin_refusals: the test sends the Gemini or OpenAI stand-in requests the real "

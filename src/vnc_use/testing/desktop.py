@@ -32,6 +32,7 @@ from vnc_use.desktops.xserver import (
     xvnc_argv,
 )
 from vnc_use.errors import ConfigError
+from vnc_use.testing.ctrl_c import stop_on_ctrl_c
 
 __all__ = ["DesktopError", "TestDesktop"]
 
@@ -278,6 +279,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError:
         parser.error(f"bad --size {args.size!r}; use WIDTHxHEIGHT, e.g. 1440x900")
     desktop = TestDesktop(width, height, args.password)
+    stop_on_ctrl_c()
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
         desktop.start()

@@ -107,6 +107,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from vnc_use.testing.ctrl_c import stop_on_ctrl_c
 from vnc_use.testing.openai_checks import (
     Problem,
     Violation,
@@ -534,6 +535,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         port=args.port,
     )
     add_violation_listener(_print_violation)
+    stop_on_ctrl_c()
     standin.start()
     print(standin.base_url, flush=True)
     try:
