@@ -22,13 +22,12 @@ from typing import Any
 
 import pytest
 
-from vnc_use.testing.desktop import TestDesktop
 from vnc_use.testing.gemini_standin import FunctionCallSpec, GeminiStandIn, Reply
 from vnc_use.testing.postgres import PostgresServer
 
 from cli_tools import CLI, run_cli
-from desktop_fixtures import Probe, start_probe
-from fleet_tools import PASSWORD, WorkerProcess
+from desktop_fixtures import Probe
+from fleet_tools import PASSWORD, WorkerProcess, probe_desktops
 from fleet_tools import answered as _answered
 from fleet_tools import fleet_status as _status
 from fleet_tools import presses as _presses
@@ -46,18 +45,8 @@ def pg() -> Iterator[PostgresServer]:
 
 @pytest.fixture(scope="module")
 def probes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Probe]]:
-    started: list[TestDesktop] = []
-    found = []
-    try:
-        for n in range(4):
-            desk = TestDesktop(1024, 768, password=PASSWORD)
-            started.append(desk.start())
-            log = tmp_path_factory.mktemp(f"probe{n}") / "probe.jsonl"
-            found.append(start_probe(desk, str(log)))
+    with probe_desktops(tmp_path_factory, 4, PASSWORD) as found:
         yield found
-    finally:
-        for desk in started:
-            desk.stop()
 
 
 def _run_number(body: dict[str, Any]) -> int:

@@ -27,13 +27,20 @@ import pytest
 
 from vnc_use.fleet.queue import Enqueuer
 from vnc_use.store import postgres
-from vnc_use.testing.desktop import TestDesktop
 from vnc_use.testing.gemini_standin import FunctionCallSpec, GeminiStandIn, Reply
 from vnc_use.testing.postgres import PostgresServer
 
 from cli_tools import CLI, run_cli
-from desktop_fixtures import Probe, start_probe
-from fleet_tools import PASSWORD, WorkerProcess, answered, fleet_status, presses, sessions_of
+from desktop_fixtures import Probe
+from fleet_tools import (
+    PASSWORD,
+    WorkerProcess,
+    answered,
+    fleet_status,
+    presses,
+    probe_desktops,
+    sessions_of,
+)
 
 pytestmark = pytest.mark.desktop
 
@@ -46,18 +53,8 @@ def pg() -> Iterator[PostgresServer]:
 
 @pytest.fixture(scope="module")
 def probes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Probe]]:
-    started: list[TestDesktop] = []
-    found = []
-    try:
-        for n in range(3):
-            desk = TestDesktop(1024, 768, password=PASSWORD)
-            started.append(desk.start())
-            log = tmp_path_factory.mktemp(f"probe{n}") / "probe.jsonl"
-            found.append(start_probe(desk, str(log)))
+    with probe_desktops(tmp_path_factory, 3, PASSWORD) as found:
         yield found
-    finally:
-        for desk in started:
-            desk.stop()
 
 
 def _submit(url: str, task: str, thread_id: str, *extra: str) -> subprocess.Popen[str]:

@@ -10,11 +10,17 @@ import os
 import signal
 import subprocess
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from vnc_use.testing.desktop import TestDesktop
+
 from cli_tools import CLI, run_cli
-from desktop_fixtures import Probe
+from desktop_fixtures import Probe, start_probe
 
 __all__ = [
     "PASSWORD",
@@ -23,11 +29,31 @@ __all__ = [
     "answered",
     "fleet_status",
     "presses",
+    "probe_desktops",
     "sessions_of",
 ]
 
 PASSWORD = "fleetpw1"
 """The VNC password of the fleet tests' probe desktops (the workers' VNC_PASSWORD)."""
+
+
+@contextmanager
+def probe_desktops(
+    tmp_path_factory: pytest.TempPathFactory, count: int, password: str
+) -> Iterator[list[Probe]]:
+    """``count`` 1024x768 desktops with the probe app, one password for the fleet's workers."""
+    started: list[TestDesktop] = []
+    found = []
+    try:
+        for n in range(count):
+            desk = TestDesktop(1024, 768, password=password)
+            started.append(desk.start())
+            log = tmp_path_factory.mktemp(f"probe{n}") / "probe.jsonl"
+            found.append(start_probe(desk, str(log)))
+        yield found
+    finally:
+        for desk in started:
+            desk.stop()
 
 
 def answered(body: dict[str, Any]) -> int:
