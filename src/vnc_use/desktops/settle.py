@@ -12,7 +12,14 @@ still catches a change that starts up to ``quiet`` seconds late, and every frame
 animation whose frames come faster than that.
 
 **How changes are seen (VNC).** :class:`UpdateWatcher` drives the framebuffer updates the
-connection receives anyway. It keeps one *incremental* update request outstanding: the
+connection receives anyway. It starts with a *fence*: an incremental request and the 1x1
+marker (below) at once. The server answers the marker only after it has handled every input
+event sent before it, so the quiet period starts when that answer arrives, never earlier:
+the app always has the whole quiet period, counted at the server, to start redrawing after
+the input reached it, however the link or this process delays bytes (a loaded machine, a
+link that delivers the keys and a later request together: issue 38, item 8). On a local
+link the fence costs one round trip (about a millisecond). Then it keeps one *incremental*
+update request outstanding: the
 server answers it only when something changed, with just the changed rectangles, which the
 client paints into its copy of the screen. So "no change in the last T ms" costs nothing but
 a timer. When the quiet period is over, a whole-screen incremental request followed by one
@@ -157,13 +164,16 @@ class UpdateWatcher:
         self.updates = self.changes = self.blinks = 0
 
     def start(self) -> None:
-        """Send the first request (a full refresh when the client's copy is incomplete)."""
+        """Send the first request: a full refresh when the client's copy is incomplete, else
+        the *fence* (the changes and the marker at once), whose answer proves that the
+        server has handled every input sent before; the quiet period starts there."""
         self._t0 = self._last_change = self._clock()
         if self._state == "sync":
             self._channel.request(incremental=False)
         else:
+            self._state = "fence"
             self._channel.request(incremental=True)
-            self._arm()
+            self._channel.request(incremental=False, marker=True)
 
     def on_update(self, rects: Sequence[Rect]) -> None:
         """One framebuffer update arrived (already painted into the client's screen)."""
@@ -172,18 +182,11 @@ class UpdateWatcher:
         now = self._clock()
         self.updates += 1
         if self._state == "sync":
-            if self._covers_screen(rects):
-                self._state = "watch"
-                self._last_change = now  # what changed before is unknown: count it as a change
-                self._channel.request(incremental=True)
-                self._arm()
-            else:
-                # An update that is not the whole screen answered the request: on a fresh
-                # connection TigerVNC may first send only a cursor shape (no rectangles at
-                # all). Ask for the full frame again, or the wait would never end.
-                self._channel.request(incremental=False)
+            self._on_sync(rects, now)
             return
-        marker_answer = self._state == "marker" and any(x == 0 and y == 0 for x, y, _, _ in rects)
+        marker_answer = self._state in ("fence", "marker") and any(
+            x == 0 and y == 0 for x, y, _, _ in rects
+        )
         real = [r for r in rects if r != _MARKER] if marker_answer else list(rects)
         if real and not is_blink(real, self._policy.blink_box):
             self._last_change = now
@@ -196,13 +199,31 @@ class UpdateWatcher:
                 self._channel.request(incremental=True)
             else:  # a server that answers at once when nothing changed: do not spin
                 self._channel.call_later(_EMPTY_RETRY, self._ask_again)
-        elif marker_answer:  # the marker is answered: no request of ours is outstanding
-            if self._expired or not self._changed_since_marker:
-                self._finish(settled=not self._expired)
-            else:
-                self._state = "watch"
-                self._channel.request(incremental=True)
-                self._arm()
+        elif not marker_answer:
+            return
+        elif self._state == "fence":  # the server has handled the input: quiet starts now
+            self._last_change = now
+            self._watch()
+        elif self._expired or not self._changed_since_marker:  # the marker is answered
+            self._finish(settled=not self._expired)
+        else:
+            self._watch()
+
+    def _on_sync(self, rects: Sequence[Rect], now: float) -> None:
+        if self._covers_screen(rects):
+            self._last_change = now  # what changed before is unknown: count it as a change
+            self._watch()
+        else:
+            # An update that is not the whole screen answered the request: on a fresh
+            # connection TigerVNC may first send only a cursor shape (no rectangles at
+            # all). Ask for the full frame again, or the wait would never end.
+            self._channel.request(incremental=False)
+
+    def _watch(self) -> None:
+        """No request of ours is outstanding: keep one incremental request, arm the timer."""
+        self._state = "watch"
+        self._channel.request(incremental=True)
+        self._arm()
 
     def cancel(self) -> None:
         """Stop without calling ``done`` (the connection failed)."""
