@@ -186,3 +186,32 @@ def test_what_the_app_draws_within_the_quiet_period_after_the_input_arrives_is_s
     changes = [(min(offset, quiet), rect) for offset, rect in changes]
     link = _wait(delay, changes, SettlePolicy(quiet=quiet, max_wait=5.0), held=held)
     assert link.received == set(range(len(changes)))
+
+
+def test_an_animation_slowed_down_by_a_loaded_machine_is_waited_for_at_its_own_pace() -> None:
+    """Frames 50 ms apart, then one 90 ms late (a loaded machine stretches an app's timers):
+    the quiet period (60 ms) grows to twice the longest gap seen, so the last frame, drawn
+    90 ms after the one before, is still in the screenshot (issue 43)."""
+    frames = [(0.0, PANEL), (0.05, (0, 300, 800, 40)), (0.10, PANEL), (0.15, PANEL)]
+    link = _wait(0.0, [*frames, (0.24, (400, 150, 300, 200))], SettlePolicy(quiet=0.06))
+    assert link.received == set(range(5))
+
+
+def test_a_screen_that_changed_once_is_captured_a_quiet_period_after_it() -> None:
+    """One change, nothing after: no gap to learn from, the wait ends ``quiet`` after it."""
+    results: list[WatchResult] = []
+    link = SimulatedLink(0.0)
+    watcher = UpdateWatcher(
+        link,
+        SettlePolicy(quiet=0.06),
+        screen_size=SCREEN,
+        synced=True,
+        done=results.append,
+        clock=lambda: link.now,
+    )
+    link.on_update = watcher.on_update
+    link.change(0.01, 0, PANEL)
+    watcher.start()
+    link.run(until=lambda: bool(results))
+    assert results[0].settled and results[0].changes == 1
+    assert abs(results[0].waited_ms - 70.0) < 1.0  # the change at 10 ms, then 60 ms quiet

@@ -9,7 +9,10 @@ period. Measuring quiet time from the *last change* rather than comparing two fr
 catches an app that starts redrawing a little after the click: two identical frames taken
 right after the action may both show the old state; a quiet period of ``quiet`` seconds
 still catches a change that starts up to ``quiet`` seconds late, and every frame of an
-animation whose frames come faster than that.
+animation whose frames come faster than that. Within one wait the quiet period also grows to
+:data:`GAP_FACTOR` times the longest gap seen between two changes: an animation that a loaded
+machine slows down (frames 15 ms apart becoming 70 ms apart) is waited for at its own pace,
+while a screen that changed once is still captured ``quiet`` after that change.
 
 **How changes are seen (VNC).** :class:`UpdateWatcher` drives the framebuffer updates the
 connection receives anyway. It starts with a *fence*: an incremental request and the 1x1
@@ -51,6 +54,7 @@ from vnc_use.desktops.base import DEFAULT_QUIET_S, CaptureRule, Settled
 from vnc_use.desktops.png import DEFAULT_MAX_PNG_BYTES, encode_screenshot
 
 __all__ = [
+    "GAP_FACTOR",
     "CaptureRule",
     "FrameSource",
     "SettlePolicy",
@@ -69,6 +73,10 @@ log = logging.getLogger(__name__)
 
 Rect = tuple[int, int, int, int]
 """``(x, y, width, height)`` of a changed screen area."""
+
+GAP_FACTOR = 2.0
+"""Within one wait, the quiet period is at least this many times the longest gap between two
+changes seen so far (see :meth:`UpdateWatcher._quiet`)."""
 
 _MARKER: Rect = (0, 0, 1, 1)
 _EMPTY_RETRY = 0.01  # seconds before asking again after an update with nothing in it
@@ -158,6 +166,8 @@ class UpdateWatcher:
         self._full_refresh = not synced
         self._t0 = 0.0
         self._last_change = 0.0
+        self._first_change: float | None = None
+        self._longest_gap = 0.0  # between two changes of this wait (an animation's pace)
         self._changed_since_marker = False
         self._expired = False
         self._timer: Any = None
@@ -189,9 +199,7 @@ class UpdateWatcher:
         )
         real = [r for r in rects if r != _MARKER] if marker_answer else list(rects)
         if real and not is_blink(real, self._policy.blink_box):
-            self._last_change = now
-            self._changed_since_marker = True
-            self.changes += 1
+            self._changed(now)
         elif real:
             self.blinks += 1
         if self._state == "watch":
@@ -208,6 +216,16 @@ class UpdateWatcher:
             self._finish(settled=not self._expired)
         else:
             self._watch()
+
+    def _changed(self, now: float) -> None:
+        """A real change arrived: it restarts the quiet period, its gap may lengthen it."""
+        if self._first_change is not None:
+            self._longest_gap = max(self._longest_gap, now - self._last_change)
+        else:
+            self._first_change = now
+        self._last_change = now
+        self._changed_since_marker = True
+        self.changes += 1
 
     def _on_sync(self, rects: Sequence[Rect], now: float) -> None:
         if self._covers_screen(rects):
@@ -240,9 +258,16 @@ class UpdateWatcher:
         width, height = self._screen
         return sum(w * h for _, _, w, h in rects) >= width * height
 
+    def _quiet(self) -> float:
+        """The quiet period of this wait: the policy's, or longer for a screen whose changes
+        came further apart (an animation slowed down by a loaded machine: its next frame is
+        expected within about the longest gap seen so far, times :data:`GAP_FACTOR`)."""
+        return max(self._policy.quiet, GAP_FACTOR * self._longest_gap)
+
     def _due(self) -> float:
         p = self._policy
-        return min(max(self._last_change + p.quiet, self._t0 + p.min_wait), self._t0 + p.max_wait)
+        quiet = self._quiet()
+        return min(max(self._last_change + quiet, self._t0 + p.min_wait), self._t0 + p.max_wait)
 
     def _arm(self) -> None:
         self._cancel_timer()
@@ -265,7 +290,9 @@ class UpdateWatcher:
             self._arm()
             return
         p = self._policy
-        self._expired = now - self._last_change < p.quiet or now - self._t0 < p.min_wait
+        # (a timer fires at its due time; the nanosecond spares float rounding at exactly it)
+        quiet_for, waited = now - self._last_change + 1e-9, now - self._t0 + 1e-9
+        self._expired = quiet_for < self._quiet() or waited < p.min_wait
         self._state = "marker"
         self._changed_since_marker = False
         # The whole screen, incrementally, *then* the marker: the marker's answer then carries
