@@ -28,7 +28,7 @@ from vnc_use.agent.state import (
 )
 from vnc_use.errors import VncConnectionError, VncError
 from vnc_use.providers import history
-from vnc_use.replay.compare import difference
+from vnc_use.replay.compare import cell_difference, cells
 from vnc_use.store.journal import Outcome, call_key
 
 
@@ -275,16 +275,33 @@ def _look(ctx: AgentContext, c: _Call, result: _Result) -> None:
         result.screenshot = c.sha
 
 
+_CELLS_KEPT = 16
+"""Screenshots whose cells a run keeps for stall detection (it compares the newest with up to
+about ten recent ones)."""
+
+
 def _same_screen(ctx: AgentContext) -> stall.SameScreen:
-    """Whether two stored screenshots show the same screen by the stall measure."""
+    """Whether two stored screenshots show the same screen by the stall measure.
+
+    Each screenshot is decoded once per run, not once per comparison (issue 43: decoding the
+    PNGs again for every comparison was the largest part of a step's bookkeeping)."""
+    kept = ctx.screen_cells
+
+    def grid(sha: str) -> Any:
+        found = kept.pop(sha, None)
+        if found is None:
+            found = cells(ctx.run.load_screenshot(sha))
+        kept[sha] = found  # the most recently used last
+        while len(kept) > _CELLS_KEPT:
+            kept.pop(next(iter(kept)))
+        return found
 
     def same(a: str | None, b: str | None) -> bool:
         if a == b:
             return True
         if not a or not b:
             return False
-        load = ctx.run.load_screenshot
-        return difference(load(a), load(b), neighbours=False) <= stall.STALL_TOLERANCE
+        return cell_difference(grid(a), grid(b), neighbours=False) <= stall.STALL_TOLERANCE
 
     return same
 

@@ -66,6 +66,8 @@ class AgentContext:
     secrets: dict[str, str] = field(default_factory=dict)
     """Sensitive values by placeholder name: ``{{name}}`` in typed text becomes the value."""
     stop: threading.Event = field(default_factory=threading.Event)
+    screen_cells: dict[str, Any] = field(default_factory=dict)
+    """Stall detection's cells of recent screenshots by digest (see ``act._same_screen``)."""
 
 
 def png_size(ctx: AgentContext, sha: str | None) -> tuple[int, int] | None:
