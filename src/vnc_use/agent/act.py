@@ -7,6 +7,7 @@ performed is never silently repeated.
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -261,18 +262,70 @@ def _perform(
         return {}, f"{type(exc).__name__}: {exc}"
 
 
+class _DoneBeside:
+    """The journal's ``done`` of a new action, written on a thread of its own while the
+    screen settles (issue 43).
+
+    The desktop tells (:attr:`~vnc_use.desktops.base.CaptureRule.on_input_handled`) when it has
+    handled the action, which is what ``done`` records; the record is then written beside the
+    rest of the settle wait instead of after it. :meth:`finish` waits for it, so it is on disk
+    before ``act`` returns (before the step's checkpoint), as before. A capture that fails
+    before the desktop answered writes nothing (the action stays uncertain, as before); one
+    whose desktop never calls the hook gets its ``done`` once the capture returned.
+    """
+
+    def __init__(self, ctx: AgentContext, c: _Call) -> None:
+        self._ctx, self._c = ctx, c
+        self._handled = threading.Event()
+        self._write = True
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="vnc-use journal", daemon=True)
+        self._thread.start()
+
+    def handled(self) -> None:
+        """The desktop has handled the action (any thread)."""
+        self._handled.set()
+
+    def _run(self) -> None:
+        self._handled.wait()
+        if not self._write:
+            return
+        try:
+            self._ctx.journal.done(self._c.key, self._c.call["name"], self._c.step)
+        except BaseException as exc:  # raised again on the agent's thread by finish()
+            self._error = exc
+
+    def finish(self, *, captured: bool) -> None:
+        """Wait until ``done`` is written (``captured``: the capture returned, proving the
+        round trip); raise what writing it raised."""
+        if not captured and not self._handled.is_set():
+            self._write = False
+        self._handled.set()
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+
+
 def _look(ctx: AgentContext, c: _Call, result: _Result) -> None:
-    """Take the screenshot that answers the call, and close the journal entry of a new action.
+    """Take the screenshot that answers the call, and close the journal entry of a new action
+    (beside the settle wait, :class:`_DoneBeside`).
 
     When nothing happened on screen, the answer is the screenshot the model saw.
     """
-    if result.error is None or c.outcome is not Outcome.NEW:
-        # the screenshot round trip also proves the server received the action
-        result.screenshot, result.size = capture(ctx)
-        if c.outcome is Outcome.NEW and result.error is None:
-            ctx.journal.done(c.key, c.call["name"], c.step)
-    else:
+    if result.error is not None and c.outcome is Outcome.NEW:
         result.screenshot = c.sha
+        return
+    if c.outcome is not Outcome.NEW:
+        result.screenshot, result.size = capture(ctx)
+        return
+    # the screenshot round trip also proves the server received the action
+    done = _DoneBeside(ctx, c)
+    try:
+        result.screenshot, result.size = capture(ctx, done.handled)
+    except BaseException:
+        done.finish(captured=False)
+        raise
+    done.finish(captured=True)
 
 
 _CELLS_KEPT = 16

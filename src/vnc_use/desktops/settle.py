@@ -156,8 +156,10 @@ class UpdateWatcher:
         synced: bool,
         done: Callable[[WatchResult], None],
         clock: Callable[[], float] = time.monotonic,
+        fenced: Callable[[], object] | None = None,
     ) -> None:
         self._channel = channel
+        self._fenced = fenced
         self._policy = policy
         self._screen = screen_size
         self._done = done
@@ -211,11 +213,21 @@ class UpdateWatcher:
             return
         elif self._state == "fence":  # the server has handled the input: quiet starts now
             self._last_change = now
+            self._handled()
             self._watch()
         elif self._expired or not self._changed_since_marker:  # the marker is answered
             self._finish(settled=not self._expired)
         else:
             self._watch()
+
+    def _handled(self) -> None:
+        """Tell ``fenced`` (once) that the server has handled the input sent before."""
+        fenced, self._fenced = self._fenced, None
+        if fenced is not None:
+            try:
+                fenced()
+            except Exception:  # the caller's hook must not break the wait
+                log.exception("the settle's input-handled hook failed")
 
     def _changed(self, now: float) -> None:
         """A real change arrived: it restarts the quiet period, its gap may lengthen it."""
@@ -230,6 +242,7 @@ class UpdateWatcher:
     def _on_sync(self, rects: Sequence[Rect], now: float) -> None:
         if self._covers_screen(rects):
             self._last_change = now  # what changed before is unknown: count it as a change
+            self._handled()  # a full refresh asked after the input answers after it too
             self._watch()
         else:
             # An update that is not the whole screen answered the request: on a fresh
@@ -331,7 +344,9 @@ class UpdateSource(Protocol):
 
     def screenshot(self) -> Image.Image: ...
 
-    def settled_frame(self, policy: SettlePolicy) -> tuple[Image.Image, WatchResult]: ...
+    def settled_frame(
+        self, policy: SettlePolicy, fenced: Callable[[], object] | None = None
+    ) -> tuple[Image.Image, WatchResult]: ...
 
 
 def _encode(
@@ -364,6 +379,7 @@ def capture_settled(
     interval: float = 0.02,
     max_size: tuple[int, int] | None = None,
     max_bytes: int | None = DEFAULT_MAX_PNG_BYTES,
+    on_input_handled: Callable[[], object] | None = None,
 ) -> Settled:
     """Wait until the screen has settled (see the module docstring), then encode the frame.
 
@@ -373,18 +389,23 @@ def capture_settled(
     """
     policy = SettlePolicy(quiet=quiet, min_wait=min_wait, max_wait=max_wait)
     if isinstance(source, UpdateSource):
-        image, result = source.settled_frame(policy)
+        image, result = source.settled_frame(policy, on_input_handled)
     else:
-        image, result = _poll_settled(source, policy, interval)
+        image, result = _poll_settled(source, policy, interval, on_input_handled)
     return _encode(image, result, max_size, max_bytes)
 
 
 def _poll_settled(
-    source: FrameSource, policy: SettlePolicy, interval: float
+    source: FrameSource,
+    policy: SettlePolicy,
+    interval: float,
+    on_input_handled: Callable[[], object] | None = None,
 ) -> tuple[Image.Image, WatchResult]:
     """The settle rule for a source that can only take full frames."""
     start = time.monotonic()
     frame = source.screenshot()
+    if on_input_handled is not None:  # a frame asked after the input came back
+        on_input_handled()
     last_change = start
     frames, changes, blinks = 1, 0, 0
     while True:
@@ -437,5 +458,10 @@ def capture(source: FrameSource, rule: CaptureRule) -> Settled:
     if rule.fixed_s is not None:
         return capture_fixed(source, rule.fixed_s, stop=rule.sleep, **size_rule)
     return capture_settled(
-        source, min_wait=rule.min_wait, max_wait=rule.max_wait, quiet=rule.quiet, **size_rule
+        source,
+        min_wait=rule.min_wait,
+        max_wait=rule.max_wait,
+        quiet=rule.quiet,
+        on_input_handled=rule.on_input_handled,
+        **size_rule,
     )
