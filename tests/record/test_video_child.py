@@ -118,3 +118,14 @@ def test_a_killed_agent_process_leaves_a_finished_file_and_no_shared_memory(
         time.sleep(0.2)
     assert started > 0
     assert _shm_names() == before
+
+
+def test_a_segment_without_frames_ends_at_once_with_none(tmp_path: Path) -> None:
+    """A leg that showed nothing (its desktop never sent a frame) does not wait for the
+    encoder's process to start: the segment is closed with no frames and no error."""
+    recorder = VideoRecorder(tmp_path, 10).start()
+    recorder.close()
+    assert recorder.error is None and recorder.frames == 0
+    index = json.loads((tmp_path / "video.json").read_text("utf-8"))
+    assert index["segments"][0]["frames"] == 0 and index["segments"][0]["ended"]
+    assert not (tmp_path / "video.mp4").exists()

@@ -247,10 +247,12 @@ class VideoRecorder:
             self._proc = None
         if proc is None:
             return
+        if self._shm is None:  # no frame was ever offered: nothing to encode or finish
+            proc.kill()
         if pipe is not None:
             try:
                 pipe.close()  # end of frames: the child encodes what it holds and finishes
-            except OSError:
+            except OSError:  # a killed child's pipe
                 log.debug("the video encoder's pipe was already closed", exc_info=True)
             proc.stdin = None  # closed: communicate() only reads
         try:
@@ -259,7 +261,8 @@ class VideoRecorder:
             proc.kill()
             out, _ = proc.communicate()
             self.error = self.error or f"the video encoder did not finish within {timeout:g} s"
-        self._read_result(out)
+        if self._shm is not None:
+            self._read_result(out)
         self._free_slots()
         seg = self._segments[self._index]
         seg.update(ended=round(time.time(), 3), frames=self.frames, dropped=self.dropped)
