@@ -196,6 +196,7 @@ PARTS = (
     "request build",
     "response parse",
     "video (agent side)",
+    "stall check",
 )
 """The parts of a step the measuring child times (milliseconds per step)."""
 
@@ -249,6 +250,9 @@ class PartTimer:
             self.wrap(RunFolder, name, "events + step files")
         self.wrap(RunFolder, "write_model_exchange", "model exchange files")
         self.wrap(VideoRecorder, "offer", "video (agent side)")
+        import vnc_use.agent.act as act_module
+
+        self.wrap(act_module, "_stall_check", "stall check")
         propose = GeminiComputerUse.propose
 
         def timed_propose(planner: Any, *args: Any, **kwargs: Any) -> Any:
