@@ -199,48 +199,94 @@ def test_the_report_plays_the_video_and_seeks_to_step_3(
     write_report(run_dir)
     browser = Browser(tmp_path_factory.mktemp("chromium") / "profile")
     try:
-        page = browser.new_page()
-        page.send(
-            "Emulation.setDeviceMetricsOverride",
-            width=1200,
-            height=900,
-            deviceScaleFactor=1,
-            mobile=False,
-        )
-        page.open((run_dir / "report.html").as_uri())
-        _wait(page, "document.getElementById('run-video').readyState >= 1")
+        page = _report_page(browser, run_dir)
         page.evaluate("document.getElementById('run-video').play(), 1")
         _wait(page, "document.getElementById('run-video').currentTime > 0.3")
         marks = page.evaluate("[...document.querySelectorAll('.timeline a.mark')].length")
         assert marks == 1  # step 1 is in the first segment; the others in the second
-        page.evaluate(
-            "document.getElementById('run-video').pause(),"
-            "document.querySelector('section.step[data-step=\"3\"] button.seek').click(), 1"
-        )
-        at = float(
-            page.evaluate(
-                "document.querySelector('section.step[data-step=\"3\"] button.seek').dataset.at"
-            )
-        )
-        expected = at - read_segments(run_dir)[1].started
-        _wait(
-            page,
-            "(() => { const v = document.getElementById('run-video');"
-            " return v.dataset.segment === '1' && !v.seeking && v.readyState >= 2"
-            f" && Math.abs(v.currentTime - {expected}) < 0.01; }})()",
-        )
+        shown = _seek_step(page, run_dir, 3)
         assert page.evaluate("document.querySelectorAll('.timeline a.mark').length") == 3
-        shown = _video_pixels(page)
         assert page.problems() == []
     finally:
         browser.close()
-    # what the player shows is step 3's screen: the 2nd click's square, not yet the 3rd's
+    # what the player shows is step 3's click: the 2nd click's square, not yet the 3rd's (the
+    # probe paints it after the click), and the 3rd click's ring
     scale = shown.width / WIDTH
     (bx, by), (cx, cy) = CLICKS[1], CLICKS[2]
     second = shown.getpixel((round((bx - 4) * scale), round((by - 4) * scale)))
     third = shown.getpixel((round((cx - 4) * scale), round((cy - 4) * scale)))
     assert close(second, (0x20, 0xA0, 0x20)), second  # the probe's 2nd colour
     assert close(third, (0xF4, 0xF4, 0xF4), 30), third  # still the background
+    assert _has_scaled_ring(shown, cx, cy, scale)
+
+
+def test_each_step_button_pauses_the_video_on_its_click_ring(
+    recorded: Recorded, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Issue 38: a step's button seeks to its click, not a few milliseconds before it: the
+    paused frame has the click's ring at the click's point, for every step (both segments)."""
+    run_dir = recorded.runs / recorded.thread_id
+    write_report(run_dir)
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    actions = {e["step"]: e for e in events if e["event"] == "action"}
+    browser = Browser(tmp_path_factory.mktemp("chromium") / "profile")
+    try:
+        page = _report_page(browser, run_dir)
+        for step, press in enumerate(recorded.presses, 1):
+            at = float(
+                page.evaluate(
+                    f"document.querySelector('section.step[data-step=\"{step}\"] button.seek')"
+                    ".dataset.at"
+                )
+            )
+            shown = _seek_step(page, run_dir, step)
+            scale = shown.width / WIDTH
+            assert _has_scaled_ring(shown, press["x"], press["y"], scale), (step, press)
+            # at the press vnc-use sent (the probe's time of it is later: the server's hop)
+            assert actions[step]["started"] <= actions[step]["pressed_at"] <= at, step
+            assert at < press["t"] + 0.1, (at, press)
+        assert page.problems() == []
+    finally:
+        browser.close()
+
+
+def _has_scaled_ring(image: Image.Image, x: int, y: int, scale: float) -> bool:
+    """The click mark around (x, y) on a picture of the video shown at ``scale``."""
+    r = 12 * scale
+    sides = [(x * scale + r, y * scale), (x * scale - r, y * scale)]
+    sides += [(x * scale, y * scale + r), (x * scale, y * scale - r)]
+    return sum(close(image.getpixel((round(a), round(b))), MARK, 70) for a, b in sides) >= 2
+
+
+def _report_page(browser: Browser, run_dir: Path) -> Any:
+    page = browser.new_page()
+    page.send(
+        "Emulation.setDeviceMetricsOverride",
+        width=1200,
+        height=900,
+        deviceScaleFactor=1,
+        mobile=False,
+    )
+    page.open((run_dir / "report.html").as_uri())
+    _wait(page, "document.getElementById('run-video').readyState >= 1")
+    return page
+
+
+def _seek_step(page: Any, run_dir: Path, step: int) -> Image.Image:
+    """Pause, press step ``step``'s video button, wait for the seek; what the player shows."""
+    button = f"document.querySelector('section.step[data-step=\"{step}\"] button.seek')"
+    page.evaluate(f"document.getElementById('run-video').pause(), {button}.click(), 1")
+    at = float(page.evaluate(f"{button}.dataset.at"))
+    segments = read_segments(run_dir)
+    index = max(i for i, s in enumerate(segments) if s.started <= at)
+    expected = at - segments[index].started
+    _wait(
+        page,
+        "(() => { const v = document.getElementById('run-video');"
+        f" return v.dataset.segment === '{index}' && !v.seeking && v.readyState >= 2"
+        f" && Math.abs(v.currentTime - {expected}) < 0.01; }})()",
+    )
+    return _video_pixels(page)
 
 
 def _wait(page: Any, condition: str, timeout: float = 20.0) -> None:

@@ -10,7 +10,9 @@ import concurrent.futures
 import logging
 import struct
 import threading
+import time
 import warnings
+from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -126,15 +128,30 @@ class _Client(VNCDoToolClient):  # type: ignore[misc]
                     log.exception("framebuffer update hook failed")
         super().commitUpdate(rectangles)
 
+    #: Wall-clock times of the latest button and key presses sent, each taken after the
+    #: video's tap made the frame that marks it (the report seeks a step's video there).
+    presses: deque[float] | None = None
+    _buttons = 0
+
     def pointerEvent(self, x: int, y: int, buttonmask: int = 0) -> None:
         super().pointerEvent(x, y, buttonmask)
         if self.frame_tap is not None:
             self.frame_tap.on_pointer(x, y, buttonmask)
+        pressed, self._buttons = buttonmask & ~self._buttons, buttonmask
+        if pressed:
+            self._pressed()
 
     def keyEvent(self, key: int, down: bool = True) -> None:
         super().keyEvent(key, down)
         if self.frame_tap is not None:
             self.frame_tap.on_key(key_label(key), bool(down))
+        if down:
+            self._pressed()
+
+    def _pressed(self) -> None:
+        if self.presses is None:
+            self.presses = deque(maxlen=64)
+        self.presses.append(time.time())
 
     def connectionMade(self) -> None:
         super().connectionMade()

@@ -1,9 +1,10 @@
 """The report's video player: the run's ``video.mp4`` (and later segments), seekable by step.
 
 Above the step list: a ``<video>`` of the run's first segment and a timeline with a mark per
-step; each step's row has a button that seeks the video to the moment its action began (in
-whichever segment holds it). When a segment ends the next one plays. The only script of the
-report lives here; it reads the segments and step moments from a JSON block in the page.
+step; each step's row has a button that seeks the video to its action (the frame with its
+click's ring, in whichever segment holds it). When a segment ends the next one plays. The
+only script of the report lives here; it reads the segments and step moments from a JSON
+block in the page.
 """
 
 from __future__ import annotations
@@ -89,9 +90,17 @@ _SCRIPT = """
 """
 
 
+AFTER_PRESS = 0.01
+"""Seconds past a step's first press its button seeks to: past the millisecond roundings of
+the times involved, well before the next frame (frames are at least 1/60 s apart)."""
+
+
 def moment(st: StepView) -> float | None:
-    """When a step's action began (wall clock): its ``started``, else (older runs) the end
-    of its event less its duration."""
+    """Where the video shows a step's action (wall clock): just after its first button or key
+    press, on the frame whose ring marks the click; else (no press, older runs) when the
+    action began: its ``started``, or the end of its event less its duration."""
+    if st.pressed_at is not None:
+        return st.pressed_at + AFTER_PRESS
     if st.started is not None:
         return st.started
     if st.ts is not None:
