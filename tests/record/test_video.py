@@ -250,6 +250,56 @@ def test_each_step_button_pauses_the_video_on_its_click_ring(
         browser.close()
 
 
+def test_the_player_shows_a_poster_and_reads_a_sub_second_length(
+    recorded: Recorded, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Issue 38: before it plays, the player shows the first step's screenshot, not black;
+    under it, the segment's position and length read in tenths of a second (the browser's own
+    m:ss display, which reads a 0.8 s segment as 0:00 / 0:00, is hidden)."""
+    run_dir = recorded.runs / recorded.thread_id
+    write_report(run_dir)
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    first_shot = next(e["screenshot"] for e in events if e["event"] == "observe")
+    browser = Browser(tmp_path_factory.mktemp("chromium") / "profile")
+    try:
+        page = _report_page(browser, run_dir)
+        poster = page.evaluate("document.getElementById('run-video').poster")
+        assert poster == (run_dir / "screenshots" / f"{first_shot}.png").as_uri()
+        before = _video_pixels(page).convert("L").resize((1, 1), Image.Resampling.BOX)
+        assert before.getpixel((0, 0)) > 150, before.getpixel((0, 0))  # not black: the poster
+        shown = _seek_step(page, run_dir, 3)  # the second segment, under a second long
+        length = float(page.evaluate("document.getElementById('run-video').duration"))
+        position = float(page.evaluate("document.getElementById('run-video').currentTime"))
+        clock = page.evaluate("document.getElementById('run-clock').textContent")
+        assert clock == f"0:{position:04.1f} / 0:{length:04.1f} \u00b7 segment 2 of 2", clock
+        assert length >= 0.1 and clock.split(" / ")[1] != "0:00.0"
+        controls = _controls_pixels(page)
+        page.evaluate(
+            "document.head.appendChild(Object.assign(document.createElement('style'), {"
+            "textContent: 'section.video video::-webkit-media-controls-current-time-display"
+            " { display: block !important; }'})), 1"
+        )
+        deadline = time.monotonic() + 10  # shown again, it changes the controls: it was hidden
+        while _controls_pixels(page) == controls:
+            assert time.monotonic() < deadline, "the browser's own time display was not hidden"
+            time.sleep(0.05)
+        assert shown.width > 0 and page.problems() == []
+    finally:
+        browser.close()
+
+
+def _controls_pixels(page: Any) -> bytes:
+    """A PNG of the bottom 60 pixels of the player (its controls, shown while paused)."""
+    x, y, w, h = page.evaluate(
+        "(() => { window.scrollTo(0, 0); const r ="
+        " document.getElementById('run-video').getBoundingClientRect();"
+        " return [r.x, r.y, r.width, r.height]; })()"
+    )
+    clip = {"x": x, "y": y + h - 60, "width": w, "height": 60, "scale": 1}
+    data = page.send("Page.captureScreenshot", format="png", clip=clip, captureBeyondViewport=True)
+    return base64.b64decode(data["data"])
+
+
 def _has_scaled_ring(image: Image.Image, x: int, y: int, scale: float) -> bool:
     """The click mark around (x, y) on a picture of the video shown at ``scale``."""
     r = 12 * scale

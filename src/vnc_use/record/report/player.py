@@ -26,6 +26,9 @@ section.video video { width:100%; max-height:70vh; background:#000; border-radiu
 .timeline a.mark { position:absolute; top:2px; width:4px; height:14px; margin-left:-2px;
   background:#2f5fb3; border-radius:2px; }
 .timeline .now { position:absolute; top:0; width:2px; height:18px; background:#c62828; }
+.clock { font:12px/1.4 ui-monospace, "DejaVu Sans Mono", monospace; color:var(--muted); }
+section.video video::-webkit-media-controls-current-time-display,
+section.video video::-webkit-media-controls-time-remaining-display { display:none; }
 button.seek { font-size:12px; padding:2px 8px; border-radius:6px; cursor:pointer;
   border:1px solid #2f5fb3; background:#eef3ff; color:#2f5fb3; }
 """
@@ -35,7 +38,18 @@ _SCRIPT = """
   var data = JSON.parse(document.getElementById("video-data").textContent);
   var v = document.getElementById("run-video"), line = document.getElementById("run-timeline");
   var now = document.createElement("div"), cur = 0;
+  var clock = document.getElementById("run-clock");
   now.className = "now";
+  function fmt(t) {  // m:ss.s: a segment shorter than a second still reads its length
+    var d = Math.round((isFinite(t) && t > 0 ? t : 0) * 10), m = Math.floor(d / 600);
+    var s = (d - m * 600) / 10;
+    return m + ":" + (s < 10 ? "0" : "") + s.toFixed(1);
+  }
+  function tick() {
+    var n = data.segments.length;
+    clock.textContent = fmt(v.currentTime) + " / " + fmt(v.duration) +
+      (n > 1 ? " \u00b7 segment " + (cur + 1) + " of " + n : "");
+  }
   function locate(at) {
     var i = 0;
     data.segments.forEach(function (s, k) { if (s.start <= at) { i = k; } });
@@ -72,6 +86,10 @@ _SCRIPT = """
     if (isFinite(v.duration) && v.duration > 0) {
       now.style.left = Math.min(100, v.currentTime / v.duration * 100) + "%";
     }
+    tick();
+  });
+  ["loadedmetadata", "durationchange", "seeked"].forEach(function (name) {
+    v.addEventListener(name, tick);
   });
   v.addEventListener("ended", function () {
     if (cur + 1 < data.segments.length) {
@@ -85,7 +103,7 @@ _SCRIPT = """
     document.getElementById("video").scrollIntoView();
   });
   v.dataset.segment = 0;
-  ready(marks);
+  ready(function () { marks(); tick(); });
 })();
 """
 
@@ -119,8 +137,12 @@ def seek_button(index: int, st: StepView, segments: list[VideoSegment]) -> str:
     )
 
 
-def player(steps: list[StepView], segments: list[VideoSegment]) -> str:
-    """The player block, with its data and script ("" when the run has no video)."""
+def player(steps: list[StepView], segments: list[VideoSegment], poster: str | None = None) -> str:
+    """The player block, with its data and script ("" when the run has no video).
+
+    ``poster`` (the first step's screenshot) is what the player shows before it plays, rather
+    than black; under it, the position and length with tenths of a second (the browser's own
+    controls read a sub-second segment as 0:00 / 0:00, and are hidden where they can be)."""
     if not segments:
         return ""
     moments = [
@@ -139,10 +161,13 @@ def player(steps: list[StepView], segments: list[VideoSegment]) -> str:
         else ""
     )
     first = escape(segments[0].file, quote=True)
+    shown = f' poster="{escape(poster, quote=True)}"' if poster else ""
     return (
         '<section class="video" id="video"><h2>What happened on the screen</h2>'
-        f'<video id="run-video" src="{first}" controls muted playsinline preload="metadata">'
-        f'<a href="{first}">video</a></video><div class="timeline" id="run-timeline"></div>'
+        f'<video id="run-video" src="{first}"{shown} controls muted playsinline '
+        f'preload="metadata"><a href="{first}">video</a></video>'
+        '<div class="timeline" id="run-timeline"></div>'
+        '<div class="clock" id="run-clock"></div>'
         '<p class="meta">Recorded from the VNC connection: the cursor, a ring at each click, '
         f"the named keys pressed. Each step's &#9654; button shows its action.{more}</p>"
         f'<script type="application/json" id="video-data">{blob}</script>'
