@@ -28,9 +28,10 @@ import pytest
 from PIL import Image
 
 from vnc_use import VncUseAgent
+from vnc_use.desktops.vnc.controller import VNCController
 from vnc_use.providers.gemini.planner import GeminiComputerUse
 from vnc_use.record.report import write_report
-from vnc_use.record.video import read_segments
+from vnc_use.record.video import read_segments, record_desktop, stop_recording
 from vnc_use.testing.desktop import TestDesktop
 from vnc_use.testing.gemini_standin import (
     FunctionCallSpec,
@@ -503,3 +504,49 @@ def test_no_video_records_none(dialog_probe: DialogProbe, tmp_path: Path) -> Non
     proc = run_cli(["report", "quiet", "--video", "--runs-dir", str(runs)])
     assert proc.returncode == 0 and "video: none" in proc.stdout, proc.stdout
     assert "<video" not in (run_dir / "report.html").read_text("utf-8")
+
+
+def test_the_video_shows_one_pointer_the_desktops_own(tmp_path: Path) -> None:
+    """Issue 38: the server draws the desktop's own cursor into the screen it sends (an
+    xterm's I-beam here); vnc-use drew an arrow of its own beside it: two pointers. Now the
+    video shows the screen around the pointer as the screenshots do: the I-beam alone."""
+    desktop = TestDesktop(800, 600).start()
+    try:
+        desktop.launch(["xterm", "-geometry", "132x50+0+0", "-bg", "white", "-fg", "black"])
+        with VNCController().connect(desktop.server, desktop.password) as vnc:
+            _wait_for(lambda: vnc.screenshot().getpixel((600, 400))[:3] == (255, 255, 255))
+            recorder = record_desktop(vnc, tmp_path, 10.0)
+            assert recorder is not None
+            try:
+                _wait_for(lambda: recorder.frames >= 1)  # the tap is on the connection
+                vnc.move(400, 300)
+                _wait_for(lambda: _dark(vnc.screenshot(), 400, 300) >= 6)  # the I-beam
+                frames = recorder.frames
+                screen = vnc.screenshot()  # a full refresh: the video takes a frame of it
+                _wait_for(lambda: recorder.frames > frames)
+            finally:
+                stop_recording(vnc, recorder)
+    finally:
+        desktop.stop()
+    (segment,) = read_segments(tmp_path)
+    last = frames_of(tmp_path / segment.file)[-1]
+    mine, theirs = _dark(last, 400, 300), _dark(screen, 400, 300)
+    assert theirs >= 6 and abs(mine - theirs) <= 4, (mine, theirs)
+
+
+def _dark(image: Image.Image, x: int, y: int) -> int:
+    """Dark pixels around (x, y) (a pointer's lines on the xterm's white)."""
+    box = image.convert("L").crop((x - 16, y - 16, x + 24, y + 28)).point(lambda v: v < 128)
+    return sum(box.histogram()[1:])
+
+
+def frames_of(path: Path) -> list[Image.Image]:
+    with av.open(str(path)) as container:
+        return [f.to_image() for f in container.decode(video=0)]
+
+
+def _wait_for(condition: Any, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)

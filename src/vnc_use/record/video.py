@@ -5,8 +5,8 @@ connection's tap offers it frames (see :mod:`vnc_use.desktops.frametap`); it kee
 bounded queue and drops the rest, and encodes them in its own thread, off the agent's path.
 
 * **Variable frame rate**: each frame's time is when the tap took it (milliseconds); a still
-  screen costs nothing. The cursor is drawn where the pointer is; a click is a ring at its
-  point, a wheel notch an arrow, a named key (Return, ctrl...) a label, for
+  screen costs nothing. The cursor is the desktop's own, as the server draws it; a click is
+  a ring at its point, a wheel notch an arrow, a named key (Return, ctrl...) a label, for
   :data:`~vnc_use.desktops.frametap.MARK_SECONDS`. Typed characters are never shown.
 * **Crash-safe**: fragmented MP4 (a fragment at least every second while the screen moves,
   a few still frames after it stops so the last fragment is written), so a process killed at
@@ -295,7 +295,7 @@ class _Encoder:
         self._marks = [m for m in self._marks if t - m.t < MARK_SECONDS] + [
             m for m in frame.marks if t - m.t < MARK_SECONDS
         ]
-        canvas = _overlay(image, frame.pointer, self._marks, t)
+        canvas = _overlay(image, self._marks, t)
         if canvas.size != self._size:  # the desktop was resized: scale into the stream
             canvas = canvas.resize(self._size or size)
         vf = self._av.VideoFrame.from_image(canvas).reformat(format="yuv420p")  # type: ignore[no-untyped-call]
@@ -323,15 +323,12 @@ def _lower_priority() -> None:
         log.debug("could not lower the video encoder's priority", exc_info=True)
 
 
-_ARROW = [(0, 0), (0, 17), (4, 13), (7, 20), (10, 19), (7, 12), (12, 12)]
-
-
-def _overlay(
-    image: Image.Image, pointer: tuple[int, int] | None, marks: list[InputMark], t: float
-) -> Image.Image:
-    """The frame as the video shows it: the marks, then the cursor on top (on a copy: the
-    frame's own image stays as the screen was, for the still frames that repeat it)."""
-    if not marks and pointer is None:
+def _overlay(image: Image.Image, marks: list[InputMark], t: float) -> Image.Image:
+    """The frame as the video shows it: the marks (on a copy: the frame's own image stays as
+    the screen was, for the still frames that repeat it). No cursor is drawn: the desktop's
+    own is in the screen the server sends (vnc-use's client does not take it apart), and a
+    second one drawn here showed two pointers."""
+    if not marks:
         return image if image.mode == "RGB" else image.convert("RGB")
     canvas = image.convert("RGB") if image.mode != "RGB" else image.copy()
     draw = ImageDraw.Draw(canvas)
@@ -350,8 +347,4 @@ def _overlay(
         w = 12 + 7 * len(text)
         draw.rectangle((8, canvas.height - 34, 8 + w, canvas.height - 8), fill=_KEY)
         draw.text((14, canvas.height - 28), text, fill=(255, 255, 255))
-    if pointer is not None:
-        x, y = pointer
-        arrow = [(x + dx, y + dy) for dx, dy in _ARROW]
-        draw.polygon(arrow, fill=(255, 255, 255), outline=(0, 0, 0))
     return canvas

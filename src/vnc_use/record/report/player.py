@@ -168,7 +168,7 @@ def player(steps: list[StepView], segments: list[VideoSegment], poster: str | No
         f'preload="metadata"><a href="{first}">video</a></video>'
         '<div class="timeline" id="run-timeline"></div>'
         '<div class="clock" id="run-clock"></div>'
-        '<p class="meta">Recorded from the VNC connection: the cursor, a ring at each click, '
+        '<p class="meta">Recorded from the VNC connection: a ring at each click, '
         f"the named keys pressed. Each step's &#9654; button shows its action.{more}</p>"
         f'<script type="application/json" id="video-data">{blob}</script>'
         f"<script>{_SCRIPT}</script></section>"
