@@ -280,6 +280,11 @@ def test_stdio_tools_drive_the_probe_and_journal_the_session(
     html = (session_dir / "report.html").read_text()
     assert "press_keys" in html and "type_text" in html
     assert read_segments(session_dir) and 'id="run-video"' in html  # recorded (issue 32)
+    # each step's video button seeks just after its first press (issue 38): all 8 pressed
+    events = [json.loads(x) for x in (session_dir / "events.jsonl").read_text().splitlines()]
+    actions = [e for e in events if e["event"] == "action"]
+    assert len(actions) == 8 and all(e["started"] <= e["pressed_at"] for e in actions)
+    assert f'data-at="{actions[0]["pressed_at"] + 0.01:.3f}"' in html
     ended = json.loads((session_dir / "events.jsonl").read_text().splitlines()[-1])
     assert ended["event"] == "run_ended" and ended["steps"] == 8
     for secret in (probe.desktop.password, DUMMY_API_KEY):
