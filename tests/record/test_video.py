@@ -13,6 +13,7 @@ import base64
 import dataclasses
 import io
 import json
+import math
 import os
 import signal
 import subprocess
@@ -245,7 +246,7 @@ def test_each_step_button_pauses_the_video_on_its_click_ring(
             assert _has_scaled_ring(shown, press["x"], press["y"], scale), (step, press)
             # at the press vnc-use sent (the probe's time of it is later: the server's hop)
             assert actions[step]["started"] <= actions[step]["pressed_at"] <= at, step
-            assert at < press["t"] + 0.1, (at, press)
+            assert at < press["t"] + 0.5, (at, press)  # while its ring is drawn
         assert page.problems() == []
     finally:
         browser.close()
@@ -272,7 +273,7 @@ def test_the_player_shows_a_poster_and_reads_a_sub_second_length(
         length = float(page.evaluate("document.getElementById('run-video').duration"))
         position = float(page.evaluate("document.getElementById('run-video').currentTime"))
         clock = page.evaluate("document.getElementById('run-clock').textContent")
-        assert clock == f"0:{position:04.1f} / 0:{length:04.1f} \u00b7 segment 2 of 2", clock
+        assert clock == f"{_tenths(position)} / {_tenths(length)} \u00b7 segment 2 of 2", clock
         assert length >= 0.1 and clock.split(" / ")[1] != "0:00.0"
         controls = _controls_pixels(page)
         page.evaluate(
@@ -287,6 +288,12 @@ def test_the_player_shows_a_poster_and_reads_a_sub_second_length(
         assert shown.width > 0 and page.problems() == []
     finally:
         browser.close()
+
+
+def _tenths(t: float) -> str:
+    """m:ss.s, rounded half up like the page's script (Math.round)."""
+    d = math.floor(t * 10 + 0.5)
+    return f"{d // 600}:{(d % 600) / 10:04.1f}"
 
 
 def _controls_pixels(page: Any) -> bytes:
