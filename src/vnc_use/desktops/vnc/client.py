@@ -67,6 +67,10 @@ from vnc_use.errors import (
 
 log = logging.getLogger(__name__)
 
+PRESSES_KEPT = 600.0
+"""Seconds of button and key presses a connection remembers (an action's first press is
+looked up right after the action: a long typed text keeps its click)."""
+
 # vncdotool's VNC-password handshake uses cryptography's TripleDES, which warns on every login
 # that it will move; nothing a user of vnc-use can act on.
 warnings.filterwarnings("ignore", message="TripleDES has been moved", module=r"vncdotool\.")
@@ -128,8 +132,9 @@ class _Client(VNCDoToolClient):  # type: ignore[misc]
                     log.exception("framebuffer update hook failed")
         super().commitUpdate(rectangles)
 
-    #: Wall-clock times of the latest button and key presses sent, each taken after the
-    #: video's tap made the frame that marks it (the report seeks a step's video there).
+    #: Wall-clock times of the button and key presses sent in the last
+    #: :data:`PRESSES_KEPT` seconds, each taken after the video's tap made the frame that
+    #: marks it (the report seeks a step's video to its first press).
     presses: deque[float] | None = None
     _buttons = 0
 
@@ -149,9 +154,12 @@ class _Client(VNCDoToolClient):  # type: ignore[misc]
             self._pressed()
 
     def _pressed(self) -> None:
+        now = time.time()
         if self.presses is None:
-            self.presses = deque(maxlen=64)
-        self.presses.append(time.time())
+            self.presses = deque()
+        while self.presses and self.presses[0] < now - PRESSES_KEPT:
+            self.presses.popleft()
+        self.presses.append(now)
 
     def connectionMade(self) -> None:
         super().connectionMade()
