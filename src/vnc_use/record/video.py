@@ -295,7 +295,7 @@ class _Encoder:
         self._marks = [m for m in self._marks if t - m.t < MARK_SECONDS] + [
             m for m in frame.marks if t - m.t < MARK_SECONDS
         ]
-        canvas = _overlay(image, self._marks, t)
+        canvas = _overlay(image, frame.pointer, self._marks, t)
         if canvas.size != self._size:  # the desktop was resized: scale into the stream
             canvas = canvas.resize(self._size or size)
         vf = self._av.VideoFrame.from_image(canvas).reformat(format="yuv420p")  # type: ignore[no-untyped-call]
@@ -323,11 +323,16 @@ def _lower_priority() -> None:
         log.debug("could not lower the video encoder's priority", exc_info=True)
 
 
-def _overlay(image: Image.Image, marks: list[InputMark], t: float) -> Image.Image:
+_ARROW = [(0, 0), (0, 17), (4, 13), (7, 20), (10, 19), (7, 12), (12, 12)]
+
+
+def _overlay(
+    image: Image.Image, pointer: tuple[int, int] | None, marks: list[InputMark], t: float
+) -> Image.Image:
     """The frame as the video shows it: the marks (on a copy: the frame's own image stays as
-    the screen was, for the still frames that repeat it). No cursor is drawn: the desktop's
-    own is in the screen the server sends (vnc-use's client does not take it apart), and a
-    second one drawn here showed two pointers."""
+    the screen was, for the still frames that repeat it). ``pointer`` is not drawn: the
+    desktop's own cursor is in the screen the server sends (vnc-use's client asks for no
+    cursor shapes), and an arrow drawn here too showed two pointers (issue 38)."""
     if not marks:
         return image if image.mode == "RGB" else image.convert("RGB")
     canvas = image.convert("RGB") if image.mode != "RGB" else image.copy()
