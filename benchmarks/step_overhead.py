@@ -232,9 +232,9 @@ class PartTimer:
 
         original = VNCController.settled_frame
 
-        def settled_frame(vnc: Any, policy: Any) -> Any:
+        def settled_frame(vnc: Any, policy: Any, *args: Any) -> Any:
             t0 = time.perf_counter()
-            image, result = original(vnc, policy)
+            image, result = original(vnc, policy, *args)
             total = time.perf_counter() - t0
             self.spent["settle wait"] += result.waited_ms / 1000
             self.spent["capture"] += max(0.0, total - result.waited_ms / 1000)
