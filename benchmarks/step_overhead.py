@@ -287,7 +287,7 @@ def measure_block(argv: list[str]) -> int:
             result = agent.run(task="Click the points I ask for, one by one", thread_id=thread)
         finally:
             agent.close()
-    if result.status != "done":
+    if result.status not in ("done", "stuck"):  # stuck: its steps are measured all the same
         print(json.dumps({"error": f"run {thread} ended {result.status}: {result.error}"}))
         return 1
     times = api.times
@@ -301,7 +301,8 @@ def measure_block(argv: list[str]) -> int:
     parts = {k: v * 1000 / n for k, v in timer.spent.items()}
     parts["request build"] = sum(build) / n
     parts["response parse"] = sum(parse) / n
-    print(json.dumps({"overheads": overheads(times)[:n], "parts": parts}))
+    note = None if result.status == "done" else f"{thread} ended {result.status}: {result.error}"
+    print(json.dumps({"overheads": overheads(times)[:n], "parts": parts, "note": note}))
     return 0
 
 
@@ -460,6 +461,8 @@ def section_overhead(
                     address,
                 )
                 per[name] += data["overheads"]
+                if data.get("note"):
+                    print(f"  ({name}: {data['note'][:160]})")
                 for part, ms in data["parts"].items():
                     if part in parts[name]:
                         parts[name][part] += ms / blocks

@@ -2,9 +2,9 @@
 
 :class:`VideoRecorder` is a :class:`~vnc_use.desktops.frametap.FrameSink`: the VNC
 connection's tap offers it frames (see :mod:`vnc_use.desktops.frametap`). They are encoded in
-a **child process** (:mod:`vnc_use.record.video_child`, at a lower CPU priority), never on the
-agent's threads: a frame is pasted into one of a few slots of shared memory (about 2 ms for
-1440x900) and a line naming the slot goes down a pipe; when every slot is still waiting for
+a **child process** (:mod:`vnc_use.record.video_child`, at the lowest CPU priority), never on the
+agent's threads: a frame is pasted into one of a few slots of shared memory (about 0.5 ms
+for 1440x900) and a line naming the slot goes down a pipe; when every slot is still waiting for
 the encoder, the frame is dropped, never queued (issue 43: encoding in a thread of the agent's
 process held its GIL about 9 ms a frame). The child finishes the file when the recorder is
 closed, and also when the agent's process dies (its pipe ends).
@@ -76,7 +76,7 @@ _MUXER = {
     "frag_duration": "1000000",
     "flush_packets": "1",
 }
-_NICE = 10
+_NICE = 19
 _MARK = (230, 30, 60)
 _KEY = (30, 90, 220)
 
