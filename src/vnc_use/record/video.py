@@ -2,7 +2,7 @@
 
 :class:`VideoRecorder` is a :class:`~vnc_use.desktops.frametap.FrameSink`: the VNC
 connection's tap offers it frames (see :mod:`vnc_use.desktops.frametap`). They are encoded in
-a **child process** (:mod:`vnc_use.record.video_child`, at the lowest CPU priority), never on the
+a **child process** (:mod:`vnc_use.record.video_child`, at a lower CPU priority), never on the
 agent's threads: a frame is pasted into one of a few slots of shared memory (about 0.5 ms
 for 1440x900) and a line naming the slot goes down a pipe; when every slot is still waiting for
 the encoder, the frame is dropped, never queued (issue 43: encoding in a thread of the agent's
@@ -76,7 +76,7 @@ _MUXER = {
     "frag_duration": "1000000",
     "flush_packets": "1",
 }
-_NICE = 19
+_NICE = 10
 _MARK = (230, 30, 60)
 _KEY = (30, 90, 220)
 
@@ -170,7 +170,8 @@ class VideoRecorder:
         self._index = -1
         self.file: Path | None = None
         self.frames = 0
-        """Frames encoded (once the segment is closed)."""
+        """Frames handed to the encoder so far; once the segment is closed, frames encoded
+        (a still screen's repeated frames included)."""
         self.dropped = 0
         self.error: str | None = None
         self.cpu_seconds = 0.0
@@ -238,7 +239,9 @@ class VideoRecorder:
         shm.put(slot, image)
         marks = [[m.t, m.kind, m.x, m.y, m.label] for m in frame.marks]
         pointer = list(frame.pointer) if frame.pointer is not None else None
-        return self._send({"slot": slot, "t": frame.t, "pointer": pointer, "marks": marks})
+        sent = self._send({"slot": slot, "t": frame.t, "pointer": pointer, "marks": marks})
+        self.frames += sent
+        return sent
 
     def close(self, timeout: float = 10.0) -> None:
         """Encode what is waiting, finish the file and record the segment's end (idempotent)."""
