@@ -70,6 +70,8 @@ _SCHEMA = (
     " created TIMESTAMPTZ NOT NULL DEFAULT now(), updated TIMESTAMPTZ NOT NULL DEFAULT now())",
     # added after the first release: a fleet database made before upgrades in place
     f"ALTER TABLE {RUNS} ADD COLUMN IF NOT EXISTS desktop_kind TEXT",
+    # when `fleet prune` deleted the run's screenshots, events and video (vnc_use.fleet.blobs)
+    f"ALTER TABLE {RUNS} ADD COLUMN IF NOT EXISTS pruned TIMESTAMPTZ",
 )
 
 

@@ -45,9 +45,10 @@ from typing import Any, Protocol
 from vnc_use.desktops.target import DesktopTarget
 from vnc_use.errors import ConfigError, VncUseError
 from vnc_use.fleet import queue
+from vnc_use.fleet.blobs import RunStore
 from vnc_use.fleet.db import DEAD_AFTER, FleetDb, RunRow, worker_tag
 from vnc_use.fleet.desktops import Desk, DesktopPool, NoFreeDesktop, reach_leg
-from vnc_use.fleet.leg import LegRequest, drive_leg, report_of, result_json
+from vnc_use.fleet.leg import LegRequest, drive_leg, result_json
 from vnc_use.fleet.route import leg_worker
 from vnc_use.status import RunStatus
 
@@ -317,7 +318,7 @@ class Worker:
         finally:
             if desk is not None:
                 self.pool.give_back(desk)
-        db.finish_leg(tid, result["status"], result, report_of(self.options.runs_dir, tid))
+        db.finish_leg(tid, result["status"], result, None)  # the asker builds the report
         if result["status"] == RunStatus.INTERRUPTED.value and self.draining.is_set():
             return self._hand_back(payload, "resume")
         return {"worker": self.options.worker_id, **result}
@@ -329,19 +330,37 @@ class Worker:
         host through a bridge of ours); its result as JSON (a failure: one line, the run stays
         resumable)."""
         o, tid = self.options, row.thread_id
+        store: RunStore | None = None
         try:
+            # this host's run folder is a cache: what the run did on other hosts comes first
+            store = RunStore(o.database, application_name="vnc-use fleet store")
+            fetched = store.fetch_run(o.runs_dir, tid)
+            if fetched.files:
+                log.info("run %s: fetched %d files (%d bytes)", tid, fetched.files, fetched.bytes)
             with reach_leg(desk, server, o.rdp_settings, o.runs_dir / tid, o.worker_id) as at:
                 rdp = (at.target, at.reached) if at.target and at.reached else None
                 request = LegRequest(
-                    payload, row.spec, at.server, at.password, o.runs_dir, o.database, rdp=rdp
+                    payload,
+                    row.spec,
+                    at.server,
+                    at.password,
+                    o.runs_dir,
+                    o.database,
+                    rdp=rdp,
+                    store=store,
                 )
-                return result_json(drive_leg(request, lambda a: self._running(tid, a)))
+                result = result_json(drive_leg(request, lambda a: self._running(tid, a)))
+            store.upload_video(o.runs_dir / tid, tid)  # the leg's segment, for any asker
+            return result
         except VncUseError as exc:
             return {"status": "error", "thread_id": tid, "error": str(exc)}
         except Exception as exc:  # a bug: the run stays resumable, the asker sees one line
             log.exception("leg of run %s failed", tid)
             error = f"internal error on worker {o.worker_id}: {exc!r}"
             return {"status": "error", "thread_id": tid, "error": error}
+        finally:
+            if store is not None:
+                store.close()
 
     def _eval_leg(self, payload: dict[str, Any]) -> dict[str, Any]:
         """A task of ``eval --fleet``: setup, agent and check on a desktop of ours."""

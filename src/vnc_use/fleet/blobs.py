@@ -1,0 +1,379 @@
+"""A fleet run's folder in the database the hosts share: a host's run folder is a cache.
+
+Three tables beside the fleet's own (:mod:`vnc_use.fleet.db`):
+
+- ``vnc_use_fleet_blobs``: content-addressed bytes (``sha256`` → ``data``): each screenshot,
+  ``run.json`` version and video segment is stored **once**, however many runs, steps and
+  files name it;
+- ``vnc_use_fleet_files``: which file of which run folder holds which blob
+  (``screenshots/<sha>.png``, ``run.json``, ``steps/0003-click_at.json``, ``video.json``,
+  ``video.mp4``, ``video-2.mp4``...);
+- ``vnc_use_fleet_events``: every line of each run's ``events.jsonl``, in order (the report,
+  ``show`` and the run's listing are built from them).
+
+A leg's run folder (:class:`~vnc_use.record.folder.RunFolder`) writes through a
+:class:`RunStore` (its :class:`~vnc_use.record.folder.FolderStore`): a screenshot is in the
+database before the step's checkpoint names it, an event as it is written; a screenshot the
+folder lacks (taken on another host) is fetched on its first use. Before a leg, the worker
+fetches what its folder lacks (:meth:`RunStore.fetch_run`: the record, the events, the video
+index and segments, the screenshots); at the leg's end it uploads the leg's video segment
+(:meth:`RunStore.upload_video`). The machine that asks for a report fetches the folder the
+same way and builds the report itself.
+
+:meth:`RunStore.prune` deletes finished runs' files, events and videos (never those of a run
+that can still be resumed or approved) and the blobs nothing names any more.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vnc_use.store import postgres
+from vnc_use.store.lease import lease_number
+
+__all__ = [
+    "BLOBS",
+    "EVENTS",
+    "FILES",
+    "PRUNABLE",
+    "FetchStats",
+    "PruneStats",
+    "RunStore",
+    "kept_file",
+]
+
+BLOBS = "vnc_use_fleet_blobs"
+FILES = "vnc_use_fleet_files"
+EVENTS = "vnc_use_fleet_events"
+RUNS = "vnc_use_fleet_runs"
+
+PRUNABLE = ("done", "denied", "failed", "step_limit", "timeout", "blocked", "diverged")
+"""Statuses of a run nothing can continue: ``fleet prune`` may delete its folder's content.
+Never ``awaiting_approval``, ``interrupted``, ``error``, ``stuck``, ``cost_limit`` (a person
+or ``resume`` continues them), nor ``queued``/``running``."""
+
+_SCHEMA = (
+    f"CREATE TABLE IF NOT EXISTS {BLOBS} (sha256 TEXT PRIMARY KEY, data BYTEA NOT NULL,"
+    " bytes INTEGER NOT NULL, created TIMESTAMPTZ NOT NULL DEFAULT now())",
+    # PNG and MP4 do not compress: store them as they are
+    f"ALTER TABLE {BLOBS} ALTER COLUMN data SET STORAGE EXTERNAL",
+    f"CREATE TABLE IF NOT EXISTS {FILES} (thread_id TEXT NOT NULL, path TEXT NOT NULL,"
+    f" sha256 TEXT NOT NULL REFERENCES {BLOBS} (sha256), bytes INTEGER NOT NULL,"
+    " updated TIMESTAMPTZ NOT NULL DEFAULT now(), PRIMARY KEY (thread_id, path))",
+    f"CREATE INDEX IF NOT EXISTS {FILES}_sha256 ON {FILES} (sha256)",
+    f"CREATE TABLE IF NOT EXISTS {EVENTS} (id BIGSERIAL PRIMARY KEY, thread_id TEXT NOT NULL,"
+    " line TEXT NOT NULL, created TIMESTAMPTZ NOT NULL DEFAULT now())",
+    f"CREATE INDEX IF NOT EXISTS {EVENTS}_thread ON {EVENTS} (thread_id, id)",
+)
+
+_FK_VIOLATION = "23503"
+_SCREENSHOT = re.compile(r"^screenshots/([0-9a-f]{64})\.png$")
+_KEPT = re.compile(
+    r"^(run\.json|video\.json|video(-\d+)?\.mp4|steps/\d{4}-[A-Za-z0-9_]{0,40}\.json"
+    r"|screenshots/[0-9a-f]{64}\.png)$"
+)
+EVENTS_NAME = "events.jsonl"
+_FETCH_BATCH = 32
+"""Blobs fetched per query (bounds the memory a fetch holds)."""
+
+
+def kept_file(relative: str) -> bool:
+    """Whether the database keeps this file of a run folder (the model's raw exchanges under
+    ``model/`` and the report stay a host's own: nothing needs them elsewhere)."""
+    return bool(_KEPT.match(relative))
+
+
+@dataclass
+class FetchStats:
+    """What :meth:`RunStore.fetch_run` brought to the folder."""
+
+    files: int = 0
+    bytes: int = 0
+    events: int = 0
+    seconds: float = 0.0
+
+
+@dataclass
+class PruneStats:
+    """What :meth:`RunStore.prune` deleted."""
+
+    runs: list[str]
+    files: int
+    events: int
+    blobs: int
+    freed: int
+    """Bytes of the deleted blobs and event lines."""
+    size_before: int
+    size_after: int
+    """``pg_database_size`` before and after (PostgreSQL reuses the space it frees)."""
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.fetch")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+class RunStore:
+    """Run folders' content in the fleet's database, on one connection of its own (named
+    after the worker in a worker: a fence ends it, so a fenced worker stores nothing more).
+    Thread-safe: a leg's threads share it."""
+
+    def __init__(self, url: str, application_name: str = "vnc-use fleet store") -> None:
+        self.conn = postgres.connect(url, application_name=application_name)
+        self._lock = threading.RLock()
+        self._known: set[str] = set()  # blobs this store knows the database holds
+        with self.conn.transaction(), self.conn.cursor() as cur:
+            cur.execute("SELECT pg_advisory_xact_lock(%s)", (lease_number("vnc-use-fleet-ddl"),))
+            for statement in _SCHEMA:
+                cur.execute(statement)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> RunStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _all(self, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+        with self._lock, self.conn.cursor() as cur:
+            cur.execute(sql, params)
+            return list(cur.fetchall()) if cur.description else []
+
+    # -- writing (a leg's folder, through FolderStore) ---------------------------------------
+    def put_screenshot(self, thread_id: str, sha: str, png: bytes) -> None:
+        self._put(thread_id, f"screenshots/{sha}.png", sha, png)
+
+    def put_file(self, thread_id: str, relative: str, data: bytes) -> None:
+        if kept_file(relative):
+            self._put(thread_id, relative, _sha(data), data)
+
+    def put_event(self, thread_id: str, line: str) -> None:
+        self._all(f"INSERT INTO {EVENTS} (thread_id, line) VALUES (%s, %s)", (thread_id, line))
+
+    def _put(self, thread_id: str, path: str, sha: str, data: bytes) -> None:
+        """Name blob ``sha`` as ``path`` of the run's folder, storing its bytes if the
+        database lacks them; a blob the file named before and nothing names now is deleted."""
+        with self._lock:
+            for attempt in range(3):
+                try:
+                    self._put_once(thread_id, path, sha, data, send=attempt > 0)
+                    self._known.add(sha)
+                    return
+                except Exception as exc:  # prune deleted the blob meanwhile: send it again
+                    if getattr(exc, "sqlstate", None) != _FK_VIOLATION or attempt == 2:
+                        raise
+                    self._known.discard(sha)
+
+    def _put_once(self, thread_id: str, path: str, sha: str, data: bytes, send: bool) -> None:
+        with self.conn.transaction(), self.conn.cursor() as cur:
+            if send or sha not in self._known:
+                cur.execute(f"SELECT 1 FROM {BLOBS} WHERE sha256 = %s", (sha,))
+                if cur.fetchone() is None:
+                    cur.execute(
+                        f"INSERT INTO {BLOBS} (sha256, data, bytes) VALUES (%s, %s, %s) "
+                        "ON CONFLICT (sha256) DO NOTHING",
+                        (sha, data, len(data)),
+                    )
+            cur.execute(
+                f"SELECT sha256 FROM {FILES} WHERE thread_id = %s AND path = %s", (thread_id, path)
+            )
+            row = cur.fetchone()
+            old = str(row["sha256"]) if row else None
+            if old == sha:
+                return
+            cur.execute(
+                f"INSERT INTO {FILES} (thread_id, path, sha256, bytes) VALUES (%s, %s, %s, %s) "
+                "ON CONFLICT (thread_id, path) DO UPDATE SET sha256 = EXCLUDED.sha256, "
+                "bytes = EXCLUDED.bytes, updated = now()",
+                (thread_id, path, sha, len(data)),
+            )
+            if old is not None:  # e.g. run.json's earlier version
+                cur.execute(
+                    f"DELETE FROM {BLOBS} b WHERE b.sha256 = %s AND NOT EXISTS "
+                    f"(SELECT 1 FROM {FILES} f WHERE f.sha256 = b.sha256)",
+                    (old,),
+                )
+
+    def upload_video(self, run_dir: Path, thread_id: str) -> int:
+        """Store the folder's video index and segments the database lacks (at a leg's end);
+        the bytes sent."""
+        sent = 0
+        names = [p.name for p in run_dir.glob("video*.mp4")] + ["video.json"]
+        for name in sorted(names):
+            if not kept_file(name):
+                continue
+            try:
+                data = (run_dir / name).read_bytes()
+            except OSError:
+                continue
+            sha = _sha(data)
+            with self._lock:
+                row = self._all(
+                    f"SELECT sha256 FROM {FILES} WHERE thread_id = %s AND path = %s",
+                    (thread_id, name),
+                )
+                if row and row[0]["sha256"] == sha:
+                    continue
+                self._put(thread_id, name, sha, data)
+            sent += len(data)
+        return sent
+
+    # -- reading ---------------------------------------------------------------------------
+    def fetch_screenshot(self, sha: str) -> bytes | None:
+        rows = self._all(f"SELECT data FROM {BLOBS} WHERE sha256 = %s", (sha,))
+        return bytes(rows[0]["data"]) if rows else None
+
+    def has_run(self, thread_id: str) -> bool:
+        """Whether the database holds anything of the run's folder."""
+        rows = self._all(
+            f"SELECT EXISTS (SELECT 1 FROM {EVENTS} WHERE thread_id = %s) OR EXISTS "
+            f"(SELECT 1 FROM {FILES} WHERE thread_id = %s) AS found",
+            (thread_id, thread_id),
+        )
+        return bool(rows and rows[0]["found"])
+
+    def events(self, thread_id: str) -> list[str]:
+        """The lines of the run's ``events.jsonl``, in order."""
+        rows = self._all(
+            f"SELECT line FROM {EVENTS} WHERE thread_id = %s ORDER BY id", (thread_id,)
+        )
+        return [str(r["line"]) for r in rows]
+
+    def fetch_run(self, runs_dir: Path, thread_id: str) -> FetchStats:
+        """Bring ``<runs_dir>/<thread_id>/`` up to what the database holds: the files it lacks
+        or holds otherwise, and the events (the database's are the run's). A run the
+        database knows nothing of is left as it is."""
+        started = time.perf_counter()
+        stats = FetchStats()
+        run_dir = runs_dir / thread_id
+        lines = self.events(thread_id)
+        if lines:
+            text = "".join(line + "\n" for line in lines).encode("utf-8")
+            path = run_dir / EVENTS_NAME
+            if not path.exists() or path.read_bytes() != text:
+                _write(path, text)
+            stats.events = len(lines)
+        rows = self._all(f"SELECT path, sha256 FROM {FILES} WHERE thread_id = %s", (thread_id,))
+        wanted: dict[str, list[Path]] = {}
+        for row in rows:
+            relative, sha = str(row["path"]), str(row["sha256"])
+            if not kept_file(relative):  # never a path outside the folder
+                continue
+            target = run_dir / relative
+            if target.exists() and (
+                _SCREENSHOT.match(relative) or _sha(target.read_bytes()) == sha
+            ):
+                continue
+            wanted.setdefault(sha, []).append(target)
+        shas = sorted(wanted)
+        for n in range(0, len(shas), _FETCH_BATCH):
+            batch = shas[n : n + _FETCH_BATCH]
+            for row in self._all(
+                f"SELECT sha256, data FROM {BLOBS} WHERE sha256 = ANY(%s)", (batch,)
+            ):
+                data = bytes(row["data"])
+                for target in wanted[str(row["sha256"])]:
+                    _write(target, data)
+                    stats.files += 1
+                    stats.bytes += len(data)
+        for sub in ("screenshots", "steps", "model"):  # as a RunFolder has them
+            (run_dir / sub).mkdir(parents=True, exist_ok=True)
+        stats.seconds = time.perf_counter() - started
+        return stats
+
+    # -- growth ----------------------------------------------------------------------------
+    def usage(self, thread_id: str | None = None) -> dict[str, int]:
+        """Bytes the run (None: every run) holds: screenshots, other files, events."""
+        where, params = ("WHERE f.thread_id = %s", (thread_id,)) if thread_id else ("", ())
+        rows = self._all(
+            "SELECT COALESCE(SUM(b.bytes) FILTER (WHERE d.shot), 0) AS screenshots, "
+            "COALESCE(SUM(b.bytes) FILTER (WHERE NOT d.shot), 0) AS files FROM (SELECT "
+            f"DISTINCT f.sha256, f.path LIKE 'screenshots/%%' AS shot FROM {FILES} f {where}) d "
+            f"JOIN {BLOBS} b USING (sha256)",
+            params,
+        )
+        ev_where = "WHERE thread_id = %s" if thread_id else ""
+        events = self._all(
+            f"SELECT COALESCE(SUM(octet_length(line)), 0) AS n FROM {EVENTS} {ev_where}", params
+        )
+        return {
+            "screenshots": int(rows[0]["screenshots"]),
+            "files": int(rows[0]["files"]),
+            "events": int(events[0]["n"]),
+        }
+
+    def database_size(self) -> int:
+        rows = self._all("SELECT pg_database_size(current_database()) AS n")
+        return int(rows[0]["n"])
+
+    def prune(self, older_than: float) -> PruneStats:
+        """Delete the folder content (files, events, videos) of every fleet run whose status
+        is one of :data:`PRUNABLE` and that was last updated more than ``older_than`` seconds
+        ago, then the blobs no run names any more."""
+        before = self.database_size()
+        runs = [
+            str(r["thread_id"])
+            for r in self._all(
+                f"SELECT thread_id FROM {RUNS} WHERE status = ANY(%s) "
+                "AND updated <= now() - make_interval(secs => %s) ORDER BY thread_id",
+                (list(PRUNABLE), float(older_than)),
+            )
+        ]
+        files = events = blobs = freed = 0
+        with self._lock:
+            for attempt in range(3):
+                try:
+                    with self.conn.transaction(), self.conn.cursor() as cur:
+                        cur.execute(
+                            f"DELETE FROM {FILES} WHERE thread_id = ANY(%s) RETURNING sha256",
+                            (runs,),
+                        )
+                        gone = {str(r["sha256"]) for r in cur.fetchall()}
+                        files = cur.rowcount
+                        cur.execute(
+                            f"DELETE FROM {EVENTS} WHERE thread_id = ANY(%s) "
+                            "RETURNING octet_length(line) AS n",
+                            (runs,),
+                        )
+                        lines = cur.fetchall()
+                        events, freed = len(lines), sum(int(r["n"]) for r in lines)
+                        cur.execute(
+                            f"DELETE FROM {BLOBS} b WHERE b.sha256 = ANY(%s) AND NOT EXISTS "
+                            f"(SELECT 1 FROM {FILES} f WHERE f.sha256 = b.sha256) "
+                            "RETURNING bytes",
+                            (sorted(gone),),
+                        )
+                        sizes = cur.fetchall()
+                        blobs, freed = len(sizes), freed + sum(int(r["bytes"]) for r in sizes)
+                        cur.execute(
+                            f"UPDATE {RUNS} SET pruned = now(), report = NULL "
+                            "WHERE thread_id = ANY(%s)",
+                            (runs,),
+                        )
+                    break
+                except Exception as exc:  # a leg named one of the blobs meanwhile: again
+                    if getattr(exc, "sqlstate", None) != _FK_VIOLATION or attempt == 2:
+                        raise
+            self._known.clear()
+            for table in (FILES, EVENTS, BLOBS):  # the space is free for new rows at once
+                self._all(f"VACUUM {table}")
+        return PruneStats(runs, files, events, blobs, freed, before, self.database_size())
+
+    def pruned(self, thread_id: str) -> bool:
+        rows = self._all(f"SELECT pruned FROM {RUNS} WHERE thread_id = %s", (thread_id,))
+        return bool(rows and rows[0]["pruned"] is not None)
