@@ -220,7 +220,7 @@ def test_eval_fleet_runs_the_builtin_suite_over_two_workers_one_killed(
 
     suite = load_tasks(suite_path("builtin")).tasks
     gemini.script(oracle(suite))
-    runs = tmp_path / "fleet-runs"
+    runs = tmp_path / "hosts"  # each worker a host of its own: nothing shared but the DB
     workers = []
     logs = {name: (tmp_path / f"{name}.log").open("w") for name in ("EA", "EB")}
     for name in ("EA", "EB"):
@@ -351,7 +351,7 @@ def test_a_worker_told_to_stop_hands_its_leg_to_the_next_worker(
         return Reply.text("clicked after the hand-over")
 
     gemini.script(script)
-    runs = tmp_path / "fleet-runs"
+    runs = tmp_path / "hosts"  # each worker a host of its own: nothing shared but the DB
     first = WorkerProcess("C", probes[:1], pg.url, runs)
     second: WorkerProcess | None = None
     env = {k: v for k, v in os.environ.items() if k != "GOOGLE_API_KEY"}

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from vnc_use.fleet.blobs import BLOBS, EVENTS, FILES, RunStore
+from vnc_use.fleet.blobs import BLOBS, EVENTS, FILES, VIDEO_PARTS, RunStore
 from vnc_use.fleet.db import FleetDb
 from vnc_use.record.folder import RunFolder
 from vnc_use.testing.postgres import PostgresServer
@@ -94,6 +94,37 @@ def test_prune_deletes_a_finished_runs_content_and_keeps_a_waiting_ones(
         assert store.pruned("p-done") and not store.pruned("p-wait")
         again = RunFolder(tmp_path / "other", "p-wait", store=store)
         assert again.load_screenshot(again.put_screenshot(shared)) == shared
-        assert RunFolder(tmp_path / "third", "p-wait", store=store).load_screenshot(
-            hashlib.sha256(shared).hexdigest()
-        ) == shared
+        assert (
+            RunFolder(tmp_path / "third", "p-wait", store=store).load_screenshot(
+                hashlib.sha256(shared).hexdigest()
+            )
+            == shared
+        )
+
+
+def test_a_video_segment_reaches_the_database_as_it_grows(
+    pg: PostgresServer, tmp_path: Path
+) -> None:
+    """A leg's segment is sent as it grows (a host that dies leaves it up to then), and whole
+    at the leg's end; a folder elsewhere gets it either way."""
+    run_dir = tmp_path / "a" / "v1"
+    run_dir.mkdir(parents=True)
+    segment, index = run_dir / "video.mp4", run_dir / "video.json"
+    index.write_text('{"segments": [{"file": "video.mp4", "started": 1.0}]}')
+    with RunStore(pg.url) as store:
+        segment.write_bytes(b"moov" * 100)
+        assert store.stream_video(run_dir, "v1") == 400 + index.stat().st_size
+        with segment.open("ab") as fh:
+            fh.write(b"moof" * 50)
+        assert store.stream_video(run_dir, "v1") == 200
+        assert store.stream_video(run_dir, "v1") == 0  # nothing new
+        with RunStore(pg.url) as elsewhere:  # e.g. the host died here: its parts so far
+            elsewhere.fetch_run(tmp_path / "b", "v1")
+        assert (tmp_path / "b" / "v1" / "video.mp4").read_bytes() == segment.read_bytes()
+        assert (tmp_path / "b" / "v1" / "video.json").read_bytes() == index.read_bytes()
+        with segment.open("ab") as fh:
+            fh.write(b"end!")
+        store.upload_video(run_dir, "v1")
+        assert _count(store, VIDEO_PARTS, "WHERE thread_id = 'v1'") == 0
+        store.fetch_run(tmp_path / "c", "v1")
+        assert (tmp_path / "c" / "v1" / "video.mp4").read_bytes() == segment.read_bytes()

@@ -9,15 +9,19 @@ Three tables beside the fleet's own (:mod:`vnc_use.fleet.db`):
   (``screenshots/<sha>.png``, ``run.json``, ``steps/0003-click_at.json``, ``video.json``,
   ``video.mp4``, ``video-2.mp4``...);
 - ``vnc_use_fleet_events``: every line of each run's ``events.jsonl``, in order (the report,
-  ``show`` and the run's listing are built from them).
+  ``show`` and the run's listing are built from them);
+- ``vnc_use_fleet_video_parts``: a video segment while its leg records it, as the bytes it
+  grew by (the recorder's fragmented MP4 only ever appends): a leg whose host dies leaves its
+  video up to a few seconds before; at the leg's end the whole segment becomes a blob.
 
 A leg's run folder (:class:`~vnc_use.record.folder.RunFolder`) writes through a
 :class:`RunStore` (its :class:`~vnc_use.record.folder.FolderStore`): a screenshot is in the
 database before the step's checkpoint names it, an event as it is written; a screenshot the
 folder lacks (taken on another host) is fetched on its first use. Before a leg, the worker
 fetches what its folder lacks (:meth:`RunStore.fetch_run`: the record, the events, the video
-index and segments, the screenshots); at the leg's end it uploads the leg's video segment
-(:meth:`RunStore.upload_video`). The machine that asks for a report fetches the folder the
+index and segments, the screenshots); while the leg runs it sends what its video segment
+grew by every few seconds (:meth:`RunStore.stream_video`), and the whole segment at the leg's
+end (:meth:`RunStore.upload_video`). The machine that asks for a report fetches the folder the
 same way and builds the report itself.
 
 :meth:`RunStore.prune` deletes finished runs' files, events and videos (never those of a run
@@ -26,11 +30,14 @@ that can still be resumed or approved) and the blobs nothing names any more.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import logging
 import os
 import re
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,15 +50,19 @@ __all__ = [
     "EVENTS",
     "FILES",
     "PRUNABLE",
+    "VIDEO_PARTS",
     "FetchStats",
     "PruneStats",
     "RunStore",
     "kept_file",
 ]
 
+log = logging.getLogger(__name__)
+
 BLOBS = "vnc_use_fleet_blobs"
 FILES = "vnc_use_fleet_files"
 EVENTS = "vnc_use_fleet_events"
+VIDEO_PARTS = "vnc_use_fleet_video_parts"
 RUNS = "vnc_use_fleet_runs"
 
 PRUNABLE = ("done", "denied", "failed", "step_limit", "timeout", "blocked", "diverged")
@@ -71,15 +82,21 @@ _SCHEMA = (
     f"CREATE TABLE IF NOT EXISTS {EVENTS} (id BIGSERIAL PRIMARY KEY, thread_id TEXT NOT NULL,"
     " line TEXT NOT NULL, created TIMESTAMPTZ NOT NULL DEFAULT now())",
     f"CREATE INDEX IF NOT EXISTS {EVENTS}_thread ON {EVENTS} (thread_id, id)",
+    f"CREATE TABLE IF NOT EXISTS {VIDEO_PARTS} (thread_id TEXT NOT NULL, file TEXT NOT NULL,"
+    " start BIGINT NOT NULL, data BYTEA NOT NULL, PRIMARY KEY (thread_id, file, start))",
+    f"ALTER TABLE {VIDEO_PARTS} ALTER COLUMN data SET STORAGE EXTERNAL",
 )
 
 _FK_VIOLATION = "23503"
+_SEGMENT = re.compile(r"^video(-\d+)?\.mp4$")
 _SCREENSHOT = re.compile(r"^screenshots/([0-9a-f]{64})\.png$")
 _KEPT = re.compile(
     r"^(run\.json|video\.json|video(-\d+)?\.mp4|steps/\d{4}-[A-Za-z0-9_]{0,40}\.json"
     r"|screenshots/[0-9a-f]{64}\.png)$"
 )
 EVENTS_NAME = "events.jsonl"
+STREAM_SECONDS = 2.0
+"""How often a leg sends what its video segment grew by."""
 _FETCH_BATCH = 32
 """Blobs fetched per query (bounds the memory a fetch holds)."""
 
@@ -135,6 +152,7 @@ class RunStore:
         self.conn = postgres.connect(url, application_name=application_name)
         self._lock = threading.RLock()
         self._known: set[str] = set()  # blobs this store knows the database holds
+        self._streamed: dict[tuple[str, str], int] = {}  # (run, segment): bytes sent as parts
         with self.conn.transaction(), self.conn.cursor() as cur:
             cur.execute("SELECT pg_advisory_xact_lock(%s)", (lease_number("vnc-use-fleet-ddl"),))
             for statement in _SCHEMA:
@@ -209,28 +227,97 @@ class RunStore:
                     (old,),
                 )
 
-    def upload_video(self, run_dir: Path, thread_id: str) -> int:
-        """Store the folder's video index and segments the database lacks (at a leg's end);
-        the bytes sent."""
+    def _segments(self, run_dir: Path) -> list[Path]:
+        return sorted(p for p in run_dir.glob("video*.mp4") if _SEGMENT.match(p.name))
+
+    def _named(self, thread_id: str, path: str) -> str | None:
+        rows = self._all(
+            f"SELECT sha256 FROM {FILES} WHERE thread_id = %s AND path = %s", (thread_id, path)
+        )
+        return str(rows[0]["sha256"]) if rows else None
+
+    def _put_if_changed(self, thread_id: str, run_dir: Path, name: str) -> int:
+        try:
+            data = (run_dir / name).read_bytes()
+        except OSError:
+            return 0
+        sha = _sha(data)
+        with self._lock:
+            if self._named(thread_id, name) == sha:
+                return 0
+            self._put(thread_id, name, sha, data)
+        return len(data)
+
+    def stream_video(self, run_dir: Path, thread_id: str) -> int:
+        """Send what each video segment of the run grew by since it was last sent (and the
+        video index when it changed), while a leg records; the bytes sent."""
         sent = 0
-        names = [p.name for p in run_dir.glob("video*.mp4")] + ["video.json"]
-        for name in sorted(names):
-            if not kept_file(name):
-                continue
-            try:
-                data = (run_dir / name).read_bytes()
-            except OSError:
-                continue
-            sha = _sha(data)
+        for path in self._segments(run_dir):
+            key = (thread_id, path.name)
             with self._lock:
-                row = self._all(
-                    f"SELECT sha256 FROM {FILES} WHERE thread_id = %s AND path = %s",
-                    (thread_id, name),
-                )
-                if row and row[0]["sha256"] == sha:
+                if key not in self._streamed:
+                    if self._named(thread_id, path.name) is not None:  # a finished segment
+                        continue
+                    rows = self._all(
+                        f"SELECT COALESCE(MAX(start + octet_length(data)), 0) AS n "
+                        f"FROM {VIDEO_PARTS} WHERE thread_id = %s AND file = %s",
+                        key,
+                    )
+                    self._streamed[key] = int(rows[0]["n"])
+                done = self._streamed[key]
+                try:
+                    with path.open("rb") as fh:
+                        fh.seek(done)
+                        grown = fh.read()
+                except OSError:
                     continue
-                self._put(thread_id, name, sha, data)
-            sent += len(data)
+                if not grown:
+                    continue
+                self._all(
+                    f"INSERT INTO {VIDEO_PARTS} (thread_id, file, start, data) "
+                    "VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                    (thread_id, path.name, done, grown),
+                )
+                self._streamed[key] = done + len(grown)
+                sent += len(grown)
+        return sent + self._put_if_changed(thread_id, run_dir, "video.json")
+
+    @contextlib.contextmanager
+    def streaming_video(
+        self, run_dir: Path, thread_id: str, every: float = STREAM_SECONDS
+    ) -> Iterator[None]:
+        """For the block (a leg): :meth:`stream_video` every ``every`` seconds in a thread of
+        its own; then :meth:`upload_video`."""
+        stop = threading.Event()
+
+        def loop() -> None:
+            while not stop.wait(every):
+                try:
+                    self.stream_video(run_dir, thread_id)
+                except Exception as exc:  # the database away for a moment: next time
+                    log.warning("run %s: could not send its video so far: %s", thread_id, exc)
+
+        thread = threading.Thread(target=loop, daemon=True, name=f"video-{thread_id}")
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join(every + 30)
+        self.upload_video(run_dir, thread_id)
+
+    def upload_video(self, run_dir: Path, thread_id: str) -> int:
+        """Store the run's video index and each segment the database lacks whole (at a leg's
+        end; a segment's streamed parts are then dropped); the bytes sent."""
+        sent = self._put_if_changed(thread_id, run_dir, "video.json")
+        for path in self._segments(run_dir):
+            sent += self._put_if_changed(thread_id, run_dir, path.name)
+            if self._named(thread_id, path.name) is not None:
+                self._all(
+                    f"DELETE FROM {VIDEO_PARTS} WHERE thread_id = %s AND file = %s",
+                    (thread_id, path.name),
+                )
+                self._streamed.pop((thread_id, path.name), None)
         return sent
 
     # -- reading ---------------------------------------------------------------------------
@@ -291,10 +378,37 @@ class RunStore:
                     _write(target, data)
                     stats.files += 1
                     stats.bytes += len(data)
+        self._fetch_streamed(run_dir, thread_id, {str(r["path"]) for r in rows}, stats)
         for sub in ("screenshots", "steps", "model"):  # as a RunFolder has them
             (run_dir / sub).mkdir(parents=True, exist_ok=True)
         stats.seconds = time.perf_counter() - started
         return stats
+
+    def _fetch_streamed(
+        self, run_dir: Path, thread_id: str, whole: set[str], stats: FetchStats
+    ) -> None:
+        """The segments a leg streamed and never finished (its host died): their parts, in
+        order, as far as they run without a gap."""
+        rows = self._all(
+            f"SELECT file, start, data FROM {VIDEO_PARTS} WHERE thread_id = %s "
+            "ORDER BY file, start",
+            (thread_id,),
+        )
+        found: dict[str, bytearray] = {}
+        for row in rows:
+            name = str(row["file"])
+            if name in whole or not _SEGMENT.match(name):
+                continue
+            data = found.setdefault(name, bytearray())
+            if int(row["start"]) == len(data):
+                data.extend(bytes(row["data"]))
+        for name, data in found.items():
+            target = run_dir / name
+            if target.exists() and target.stat().st_size >= len(data):
+                continue
+            _write(target, bytes(data))
+            stats.files += 1
+            stats.bytes += len(data)
 
     # -- growth ----------------------------------------------------------------------------
     def usage(self, thread_id: str | None = None) -> dict[str, int]:
@@ -311,9 +425,13 @@ class RunStore:
         events = self._all(
             f"SELECT COALESCE(SUM(octet_length(line)), 0) AS n FROM {EVENTS} {ev_where}", params
         )
+        parts = self._all(
+            f"SELECT COALESCE(SUM(octet_length(data)), 0) AS n FROM {VIDEO_PARTS} {ev_where}",
+            params,
+        )
         return {
             "screenshots": int(rows[0]["screenshots"]),
-            "files": int(rows[0]["files"]),
+            "files": int(rows[0]["files"]) + int(parts[0]["n"]),
             "events": int(events[0]["n"]),
         }
 
@@ -353,6 +471,12 @@ class RunStore:
                         lines = cur.fetchall()
                         events, freed = len(lines), sum(int(r["n"]) for r in lines)
                         cur.execute(
+                            f"DELETE FROM {VIDEO_PARTS} WHERE thread_id = ANY(%s) "
+                            "RETURNING octet_length(data) AS n",
+                            (runs,),
+                        )
+                        freed += sum(int(r["n"]) for r in cur.fetchall())
+                        cur.execute(
                             f"DELETE FROM {BLOBS} b WHERE b.sha256 = ANY(%s) AND NOT EXISTS "
                             f"(SELECT 1 FROM {FILES} f WHERE f.sha256 = b.sha256) "
                             "RETURNING bytes",
@@ -370,7 +494,12 @@ class RunStore:
                     if getattr(exc, "sqlstate", None) != _FK_VIOLATION or attempt == 2:
                         raise
             self._known.clear()
-            for table in (FILES, EVENTS, BLOBS):  # the space is free for new rows at once
+            for table in (
+                FILES,
+                EVENTS,
+                VIDEO_PARTS,
+                BLOBS,
+            ):  # the space is free for new rows at once
                 self._all(f"VACUUM {table}")
         return PruneStats(runs, files, events, blobs, freed, before, self.database_size())
 

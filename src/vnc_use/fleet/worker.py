@@ -349,9 +349,10 @@ class Worker:
                     rdp=rdp,
                     store=store,
                 )
-                result = result_json(drive_leg(request, lambda a: self._running(tid, a)))
-            store.upload_video(o.runs_dir / tid, tid)  # the leg's segment, for any asker
-            return result
+                # the leg's video reaches the database as it grows, whole at the leg's end
+                with store.streaming_video(o.runs_dir / tid, tid):
+                    leg = drive_leg(request, lambda a: self._running(tid, a))
+                return result_json(leg)
         except VncUseError as exc:
             return {"status": "error", "thread_id": tid, "error": str(exc)}
         except Exception as exc:  # a bug: the run stays resumable, the asker sees one line
