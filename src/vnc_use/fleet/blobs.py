@@ -143,23 +143,55 @@ def _write(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
+def _lacks(run_dir: Path, relative: str, sha: str, media: bool) -> bool:
+    """Whether the folder lacks this file of the database's (or holds it otherwise)."""
+    if not kept_file(relative):  # never a path outside the folder
+        return False
+    shot = bool(_SCREENSHOT.match(relative))
+    if not media and (shot or _SEGMENT.match(relative)):
+        return False
+    target = run_dir / relative
+    if not target.exists():
+        return True
+    return not shot and _sha(target.read_bytes()) != sha  # a screenshot's name is its hash
+
+
 class RunStore:
     """Run folders' content in the fleet's database, on one connection of its own (named
     after the worker in a worker: a fence ends it, so a fenced worker stores nothing more).
     Thread-safe: a leg's threads share it."""
 
-    def __init__(self, url: str, application_name: str = "vnc-use fleet store") -> None:
-        self.conn = postgres.connect(url, application_name=application_name)
+    def __init__(
+        self, url: str, application_name: str = "vnc-use fleet store", *, conn: Any = None
+    ) -> None:
+        """Its own connection to ``url``, or ``conn`` (an autocommit connection of
+        :func:`vnc_use.store.postgres.connect` it borrows, e.g. a leg's: no session more)."""
+        self._owned = conn is None
+        self.conn = (
+            postgres.connect(url, application_name=application_name) if conn is None else conn
+        )
         self._lock = threading.RLock()
         self._known: set[str] = set()  # blobs this store knows the database holds
         self._streamed: dict[tuple[str, str], int] = {}  # (run, segment): bytes sent as parts
-        with self.conn.transaction(), self.conn.cursor() as cur:
-            cur.execute("SELECT pg_advisory_xact_lock(%s)", (lease_number("vnc-use-fleet-ddl"),))
-            for statement in _SCHEMA:
-                cur.execute(statement)
+        if not self._ready():
+            with self.conn.transaction(), self.conn.cursor() as cur:
+                key = lease_number("vnc-use-fleet-ddl")  # one creator at a time
+                cur.execute("SELECT pg_advisory_xact_lock(%s)", (key,))
+                for statement in _SCHEMA:
+                    cur.execute(statement)
+
+    def _ready(self) -> bool:
+        """Whether the tables exist (a leg's store creates nothing, locks nothing)."""
+        names = [BLOBS, FILES, EVENTS, VIDEO_PARTS]
+        rows = self._all(
+            "SELECT bool_and(to_regclass(n) IS NOT NULL) AS ready FROM unnest(%s::text[]) n",
+            (names,),
+        )
+        return bool(rows and rows[0]["ready"])
 
     def close(self) -> None:
-        self.conn.close()
+        if self._owned:
+            self.conn.close()
 
     def __enter__(self) -> RunStore:
         return self
@@ -334,17 +366,23 @@ class RunStore:
         )
         return bool(rows and rows[0]["found"])
 
-    def events(self, thread_id: str) -> list[str]:
-        """The lines of the run's ``events.jsonl``, in order."""
+    def events(self, thread_id: str, since: int = 0) -> list[str]:
+        """The lines of the run's ``events.jsonl``, in order (after the first ``since``)."""
         rows = self._all(
-            f"SELECT line FROM {EVENTS} WHERE thread_id = %s ORDER BY id", (thread_id,)
+            f"SELECT line FROM {EVENTS} WHERE thread_id = %s ORDER BY id OFFSET %s",
+            (thread_id, since),
         )
         return [str(r["line"]) for r in rows]
 
-    def fetch_run(self, runs_dir: Path, thread_id: str) -> FetchStats:
+    def event_count(self, thread_id: str) -> int:
+        rows = self._all(f"SELECT count(*) AS n FROM {EVENTS} WHERE thread_id = %s", (thread_id,))
+        return int(rows[0]["n"])
+
+    def fetch_run(self, runs_dir: Path, thread_id: str, *, media: bool = True) -> FetchStats:
         """Bring ``<runs_dir>/<thread_id>/`` up to what the database holds: the files it lacks
         or holds otherwise, and the events (the database's are the run's). A run the
-        database knows nothing of is left as it is."""
+        database knows nothing of is left as it is. ``media=False``: no screenshot nor video
+        (a transcript needs neither)."""
         started = time.perf_counter()
         stats = FetchStats()
         run_dir = runs_dir / thread_id
@@ -359,14 +397,8 @@ class RunStore:
         wanted: dict[str, list[Path]] = {}
         for row in rows:
             relative, sha = str(row["path"]), str(row["sha256"])
-            if not kept_file(relative):  # never a path outside the folder
-                continue
-            target = run_dir / relative
-            if target.exists() and (
-                _SCREENSHOT.match(relative) or _sha(target.read_bytes()) == sha
-            ):
-                continue
-            wanted.setdefault(sha, []).append(target)
+            if _lacks(run_dir, relative, sha, media):
+                wanted.setdefault(sha, []).append(run_dir / relative)
         shas = sorted(wanted)
         for n in range(0, len(shas), _FETCH_BATCH):
             batch = shas[n : n + _FETCH_BATCH]
@@ -378,7 +410,8 @@ class RunStore:
                     _write(target, data)
                     stats.files += 1
                     stats.bytes += len(data)
-        self._fetch_streamed(run_dir, thread_id, {str(r["path"]) for r in rows}, stats)
+        if media:
+            self._fetch_streamed(run_dir, thread_id, {str(r["path"]) for r in rows}, stats)
         for sub in ("screenshots", "steps", "model"):  # as a RunFolder has them
             (run_dir / sub).mkdir(parents=True, exist_ok=True)
         stats.seconds = time.perf_counter() - started

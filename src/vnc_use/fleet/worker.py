@@ -122,6 +122,7 @@ class Worker:
             self.pool.add_local(root, o.desktop_size)
         with self.db.setup_lock():  # one worker at a time: LangGraph's migrations race
             _set_up_storage(o.database, o.runs_dir)
+            RunStore(o.database).close()  # the run folders' tables (fleet.blobs)
         self.db.register_worker(o.worker_id, o.labels, self.pool.snapshot(), socket.gethostname())
         queue.launch_worker(o.database, o.worker_id, o.labels, len(self.pool.desks), self.leg)
         with self.db.setup_lock():  # one at a time: a bigger worker's count is never undone
@@ -314,7 +315,7 @@ class Worker:
         kind = desk.kind if desk is not None else str(row.kind)
         try:
             db.pin(tid, server, kind, self.options.worker_id)
-            result = self._drive(payload, row, desk, server)
+            result = self._drive(payload, row, desk, server, db)
         finally:
             if desk is not None:
                 self.pool.give_back(desk)
@@ -324,16 +325,15 @@ class Worker:
         return {"worker": self.options.worker_id, **result}
 
     def _drive(
-        self, payload: dict[str, Any], row: RunRow, desk: Desk | None, server: str
+        self, payload: dict[str, Any], row: RunRow, desk: Desk | None, server: str, db: FleetDb
     ) -> dict[str, Any]:
         """The leg on its desktop (``desk``, else ``server`` elsewhere: a VNC address, an RDP
         host through a bridge of ours); its result as JSON (a failure: one line, the run stays
         resumable)."""
         o, tid = self.options, row.thread_id
-        store: RunStore | None = None
         try:
+            store = RunStore(o.database, conn=db.conn)  # on the leg's own session
             # this host's run folder is a cache: what the run did on other hosts comes first
-            store = RunStore(o.database, application_name="vnc-use fleet store")
             fetched = store.fetch_run(o.runs_dir, tid)
             if fetched.files:
                 log.info("run %s: fetched %d files (%d bytes)", tid, fetched.files, fetched.bytes)
@@ -359,9 +359,6 @@ class Worker:
             log.exception("leg of run %s failed", tid)
             error = f"internal error on worker {o.worker_id}: {exc!r}"
             return {"status": "error", "thread_id": tid, "error": error}
-        finally:
-            if store is not None:
-                store.close()
 
     def _eval_leg(self, payload: dict[str, Any]) -> dict[str, Any]:
         """A task of ``eval --fleet``: setup, agent and check on a desktop of ours."""
