@@ -244,8 +244,16 @@ def test_prune_deletes_a_finished_runs_content_and_keeps_a_waiting_ones(
         gone = _run_in(client, ["report", "--fleet", pg.url, "p1"])
         assert gone.returncode == 2 and "was pruned" in gone.stderr, gone.stderr
         assert len(gone.stderr.strip().splitlines()) <= 2  # the URL's warning and the line
-        kept = _run_in(client, ["report", "--fleet", pg.url, "p2"])
+        # a run folder of this machine under the same id is never overwritten
+        mine = client.work / "runs" / "p2"
+        mine.mkdir(parents=True)
+        (mine / "events.jsonl").write_text('{"event": "run_started", "thread_id": "p2"}\n')
+        refused = _run_in(client, ["report", "--fleet", pg.url, "p2"])
+        assert refused.returncode == 2 and "holds a run of this machine" in refused.stderr
+        assert (mine / "events.jsonl").read_text().count("\n") == 1
+        kept = _run_in(client, ["report", "--fleet", pg.url, "p2", "--runs-dir", "fleet-runs"])
         assert kept.returncode == 0, kept.stderr
+        assert (client.work / "fleet-runs" / "p2" / "report.html").is_file()
         approved = _run_in(client, ["approve", "--fleet", pg.url, "p2"])
         assert approved.returncode == 0 and "answer: clicked" in approved.stdout, approved
         # a bad duration: one line

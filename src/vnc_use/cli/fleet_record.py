@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 
 __all__ = ["parse_duration", "prune_command", "report_command", "show_command"]
 
+FETCHED = ".fleet-run"
+"""The mark of a run folder ``report --fleet`` fetched (it may fetch into it again)."""
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw]?)$")
 _UNIT = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
@@ -85,11 +87,19 @@ def report_command(args: argparse.Namespace, url: str) -> int:
     from vnc_use.record.report.html import render_html
     from vnc_use.record.video import read_segments
 
+    runs_dir = Path(args.runs_dir)
+    folder = runs_dir / args.thread_id
+    marker = folder / FETCHED
+    if (folder / "events.jsonl").exists() and not marker.exists():
+        raise ConfigError(
+            f"{folder} holds a run of this machine, not the fleet's: give the fleet's run a "
+            "folder of its own with --runs-dir"
+        )
     db, store = _open(url, args.thread_id)
     try:
-        runs_dir = Path(args.runs_dir)
         try:
             store.fetch_run(runs_dir, args.thread_id)
+            marker.write_text("fetched from a fleet's database by vnc-use report --fleet\n")
         except OSError as exc:
             raise ConfigError(
                 f"cannot write the run's folder into {runs_dir} ({exc.strerror}); choose "
@@ -97,7 +107,6 @@ def report_command(args: argparse.Namespace, url: str) -> int:
             ) from None
     finally:
         db.close()
-    folder = runs_dir / args.thread_id
     redact = Redactor(config.secret_values())
     page = write_report(folder, redact=redact)
     if args.out:

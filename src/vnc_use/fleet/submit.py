@@ -112,7 +112,7 @@ class Submitter:
         if alive:
             return None
         legs = self.enqueuer.pending(label)
-        ids = [str(x["workflow_id"]) for x in legs]
+        ids = [str(x["workflow_id"]) for x in legs if x["status"] == "ENQUEUED"]
         ahead = ids.index(workflow_id) if workflow_id in ids else len(ids)
         return (
             f"queued: no worker is alive for label {label} ({ahead} "
