@@ -5,11 +5,15 @@ at a grid point, the fleet's status, the PostgreSQL sessions a process holds."""
 
 from __future__ import annotations
 
+import atexit
+import hashlib
 import json
 import math
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -71,6 +75,7 @@ class Host:
         host = cls(hosts / name)
         for folder in (host.home, host.work, host.runs, host.tmp):
             folder.mkdir(parents=True, exist_ok=True)
+        atexit.register(shutil.rmtree, host.tmp, ignore_errors=True)
         return host
 
     @property
@@ -87,7 +92,10 @@ class Host:
 
     @property
     def tmp(self) -> Path:
-        return self.root / "tmp"
+        """Its TMPDIR: short, in the machine's temporary folder (a Unix socket's path, e.g.
+        Chromium's, must fit 107 bytes; pytest's folders are long), gone when the tests end."""
+        digest = hashlib.sha1(str(self.root).encode()).hexdigest()[:12]
+        return Path(tempfile.gettempdir()) / f"vnc-use-host-{digest}"
 
     def env(self, base: dict[str, str] | None = None) -> dict[str, str]:
         """``base`` (default: this process's environment) as this host's: HOME, TMPDIR, no
