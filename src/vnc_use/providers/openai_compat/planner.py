@@ -205,7 +205,7 @@ class OpenAICompatPlanner:
             fix = f"the server at {self.base_url} failed ({said}); see the server's log."
         else:
             fix = f"the server at {self.base_url} refused the request ({said})."
-        logger.warning("%s error %s at %s: %s", API_LABEL, code, self.base_url, said)
+        logger.debug("%s error %s at %s: %s", API_LABEL, code, self.base_url, said)
         return ApiError(code, _reason(code), fix, api=API_LABEL)
 
     def propose(
