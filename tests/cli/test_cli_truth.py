@@ -1,15 +1,19 @@
-"""Issue 38 item 9: commands that said less than the truth, run as a user in a second shell
-would (each command a subprocess; the Gemini stand-in in this process).
+"""Issue 38 items 9 and 6: commands that said less than the truth, run as a user in a second
+shell would (each command a subprocess; the Gemini and OpenAI-compatible stand-ins in this
+process).
 
 - ``approve`` without the model's API key performed the approved click, then failed (exit 1);
 - an ``approve`` whose desktop could not be reached marked the still-waiting run ``error``;
 - a run ending ``error`` did not say the ``vnc-use resume ID`` that continues it, and its error
-  came after a ``WARNING ...planner:`` log line instead of alone.
+  came after a ``WARNING ...planner:`` log line instead of alone;
+- a model that ended the task saying it failed (Qwen's ``terminate(status="failure")``,
+  OpenCUA's ``computer.terminate("failure")``) ended ``done``, exit 0.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -20,6 +24,8 @@ from vnc_use.testing.gemini_standin import (
     Reply,
     require_confirmation,
 )
+from vnc_use.testing.openai_standin import OpenAIStandIn
+from vnc_use.testing.openai_standin import Reply as OpenAIReply
 
 from cli_tools import run_cli
 from desktop_fixtures import Probe
@@ -110,3 +116,81 @@ def test_a_run_ending_in_error_says_how_to_resume_in_one_line(
     proc = run_cli(["resume", "e1", "--runs-dir", runs], probe.desktop)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "answer: Finished." in proc.stdout
+
+
+# ---------------------------------------------------------------- item 6: the model's own failure
+
+FAILURE_IN = {
+    "qwen3-vl": "I cannot find a Save button anywhere.\n<tool_call>\n"
+    '{"name": "computer_use", "arguments": {"action": "terminate", "status": "failure"}}'
+    "\n</tool_call>",
+    "opencua": "## Thought:\nI cannot find a Save button anywhere.\n\n## Code:\n```python\n"
+    "computer.terminate(status='failure')\n```",
+}
+FAILURE_IN["qwen2.5-vl"] = FAILURE_IN["qwen3-vl"]
+
+
+@pytest.mark.parametrize("dialect", sorted(FAILURE_IN))
+def test_a_model_that_says_it_failed_ends_failed_exit_9(
+    probe: Probe, tmp_path: Path, dialect: str
+) -> None:
+    """Issue 38 item 6: ``terminate(status="failure")`` ended ``done``, exit 0."""
+    with OpenAIStandIn([OpenAIReply.text(FAILURE_IN[dialect])], models="m") as server:
+        proc = run_cli(
+            [
+                *("run", "--provider", "openai-compatible", "--base-url", server.base_url),
+                *("--model", "m", "--dialect", dialect, "--task", "Save the file"),
+                *("--vnc", probe.desktop.server, "--thread-id", "f", "--no-video"),
+                *("--runs-dir", str(tmp_path)),
+            ],
+            probe.desktop,
+        )
+    assert proc.returncode == 9, proc.stdout + proc.stderr
+    assert "status: failed" in proc.stdout
+    words = "I cannot find a Save button anywhere."
+    assert f"reason: the model reported that the task failed: {words}" in proc.stdout
+    record = json.loads((tmp_path / "f" / "run.json").read_text())
+    assert record["status"] == "failed" and words in record["reason"]
+    report = (tmp_path / "f" / "report.html").read_text()
+    assert "Failed: the model reported that the task failed" in report and words in report
+    listed = run_cli(["runs", "--runs-dir", str(tmp_path)])
+    assert re.search(r"^f\s+failed\s", listed.stdout, re.M), listed.stdout
+
+
+def test_a_success_terminate_still_ends_done(probe: Probe, tmp_path: Path) -> None:
+    done = FAILURE_IN["qwen3-vl"].replace('"failure"', '"success"')
+    with OpenAIStandIn([OpenAIReply.text(done)], models="m") as server:
+        proc = run_cli(
+            [
+                *("run", "--provider", "openai-compatible", "--base-url", server.base_url),
+                *("--model", "m", "--dialect", "qwen3-vl", "--task", "Save the file"),
+                *("--vnc", probe.desktop.server, "--no-video", "--runs-dir", str(tmp_path)),
+            ],
+            probe.desktop,
+        )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "status: done" in proc.stdout
+
+
+def test_eval_counts_a_run_the_model_says_failed_as_not_passed(
+    probe: Probe, tmp_path: Path
+) -> None:
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps({"id": "save", "task": "Save the file", "check": "false"}) + "\n")
+    out = tmp_path / "out"
+    with OpenAIStandIn([OpenAIReply.text(FAILURE_IN["qwen3-vl"])], models="m") as server:
+        proc = run_cli(
+            [
+                *("eval", str(tasks), "--provider", "openai-compatible"),
+                *("--base-url", server.base_url, "--model", "m", "--dialect", "qwen3-vl"),
+                *("--vnc", probe.desktop.server, "--no-video", "--out", str(out)),
+            ],
+            probe.desktop,
+            timeout=120,
+        )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (result,) = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert (result["status"], result["outcome"], result["success"]) == ("failed", "failed", False)
+    assert "I cannot find a Save button anywhere." in result["error"]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["passed"] == 0 and summary["outcomes"]["failed"] == 1

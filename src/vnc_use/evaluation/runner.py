@@ -43,6 +43,7 @@ _FAILED_AS: dict[str, Outcome] = {
     RunStatus.TIMEOUT: "budget",
     RunStatus.COST_LIMIT: "budget",
     RunStatus.STUCK: "stuck",
+    RunStatus.FAILED: "failed",
 }
 
 
