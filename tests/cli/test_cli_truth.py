@@ -176,9 +176,14 @@ def test_eval_counts_a_run_the_model_says_failed_as_not_passed(
     probe: Probe, tmp_path: Path
 ) -> None:
     tasks = tmp_path / "tasks.jsonl"
-    tasks.write_text(json.dumps({"id": "save", "task": "Save the file", "check": "false"}) + "\n")
+    tasks.write_text(
+        "".join(
+            json.dumps({"id": name, "task": "Save the file", "check": check}) + "\n"
+            for name, check in (("save", "false"), ("saved-anyway", "true"))
+        )
+    )
     out = tmp_path / "out"
-    with OpenAIStandIn([OpenAIReply.text(FAILURE_IN["qwen3-vl"])], models="m") as server:
+    with OpenAIStandIn([OpenAIReply.text(FAILURE_IN["qwen3-vl"])] * 2, models="m") as server:
         proc = run_cli(
             [
                 *("eval", str(tasks), "--provider", "openai-compatible"),
@@ -189,8 +194,14 @@ def test_eval_counts_a_run_the_model_says_failed_as_not_passed(
             timeout=120,
         )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    (result,) = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
-    assert (result["status"], result["outcome"], result["success"]) == ("failed", "failed", False)
-    assert "I cannot find a Save button anywhere." in result["error"]
+    results = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert len(results) == 2
+    for result in results:  # even the one whose check passes: the model said it failed
+        assert (result["status"], result["outcome"], result["success"]) == (
+            "failed",
+            "failed",
+            False,
+        )
+        assert "I cannot find a Save button anywhere." in result["error"]
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["passed"] == 0 and summary["outcomes"]["failed"] == 1
+    assert summary["passed"] == 0 and summary["outcomes"]["failed"] == 2
