@@ -356,7 +356,8 @@ def test_the_builtin_suite_on_a_desktop_it_cannot_set_up_is_refused(
     """Issue 38 item 9: ``--suite builtin --vnc ADDR`` ran its setups without that desktop's
     DISPLAY and its checks in the wrong HOME ("passed 0 of 2", exit 0): one line, exit 2."""
     out = tmp_path / "out"
-    done = run_cli(["eval", "--suite", "builtin", *where, "--out", str(out)], timeout=60)
+    argv = ["eval", "--suite", "builtin", *where, "--out", str(out)]
+    done = run_cli(argv, timeout=60, env={"GOOGLE_API_KEY": DUMMY_API_KEY})
     assert done.returncode == 2, done.stdout + done.stderr
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith("vnc-use: --suite builtin sets up and checks its tasks on the local")
