@@ -177,6 +177,21 @@ def test_a_blinking_caret_does_not_hide_a_stall(
     assert len(shots) >= 2, "the caret never blinked between two screenshots: nothing tested"
 
 
+def test_typing_one_letter_at_a_time_beside_the_caret_is_no_stall(
+    caret_probe: Probe, standin: GeminiStandIn, tmp_path: Path
+) -> None:
+    """A letter is about as small as the caret, and lands next to it: a keyboard action's
+    change is its effect wherever it is."""
+    x, y, w, h = caret_probe.ready["entry"]
+    gx, gy = grid(x + w // 2, y + h // 2)
+    letter = {"x": gx, "y": gy, "press_enter": False, "clear_before_typing": False}
+    standin.script([*calls("type_text_at", 6, text="l", **letter), Reply.text("Typed.")])
+    result = run(caret_probe, tmp_path, "Type six letters")
+    assert result.status == RunStatus.DONE, result.error
+    assert not any(notes(standin))
+    assert caret_probe.log.events("text")[-1]["text"].endswith("llllll")
+
+
 def test_looking_and_waiting_for_a_slow_page_is_no_loop(caret_probe: Probe, tmp_path: Path) -> None:
     """Issue 38 item 3: a Claude run that focuses a search box, then takes a screenshot and
     waits, five times in a row, was told it repeats itself and stopped ``stuck``: actions that
