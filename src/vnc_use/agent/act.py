@@ -8,6 +8,7 @@ performed is never silently repeated.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -16,6 +17,7 @@ from langgraph.types import interrupt
 
 from vnc_use.actions import ActionError, ValidatedAction
 from vnc_use.actions.execute import ActionContext, execute
+from vnc_use.actions.vocabulary import ActionKind
 from vnc_use.agent import approval as safety
 from vnc_use.agent import stall
 from vnc_use.agent.context import AgentContext, capture, over_time, screen_size
@@ -28,7 +30,7 @@ from vnc_use.agent.state import (
 )
 from vnc_use.errors import VncConnectionError, VncError
 from vnc_use.providers import history
-from vnc_use.replay.compare import difference
+from vnc_use.replay.compare import GRID, changed_box, difference
 from vnc_use.store.journal import Outcome, call_key
 
 
@@ -111,7 +113,10 @@ class _Result:
     size: tuple[int, int] | None = None
     action_ms: float = 0.0
     started: float | None = None
-    """Wall-clock time the action began (the report seeks the run's video there)."""
+    """Wall-clock time the action began."""
+    pressed_at: float | None = None
+    """Wall-clock time of its first button or key press, after the video marked it (the
+    report seeks the run's video there: the click's ring is on that frame)."""
     stall_note: str | None = None
     """Stall detection's note to the model (the first stall), sent with the result."""
 
@@ -137,6 +142,7 @@ def act(state: CUAState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     custom = ctx.planner.is_custom(c.call["name"])
     result = _run_custom(ctx, c) if custom else _run_action(ctx, c)
     result.started = round(started, 3)
+    result.pressed_at = None if custom else _first_press(ctx, started)
     result.action_ms = round((time.monotonic() - t_act) * 1000, 1)
     check = None
     if not custom:
@@ -148,6 +154,13 @@ def act(state: CUAState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         update["stall"] = check.state
     update["active_seconds"] = time.monotonic() - t0
     return update
+
+
+def _first_press(ctx: AgentContext, since: float) -> float | None:
+    """When the action's first button or key press was sent (a desktop that knows)."""
+    first = getattr(ctx.desktop, "first_press_since", None)
+    at = first(since) if callable(first) else None
+    return None if at is None else round(float(at), 3)
 
 
 def _begin(ctx: AgentContext, state: CUAState) -> _Call:
@@ -289,6 +302,27 @@ def _same_screen(ctx: AgentContext) -> stall.SameScreen:
     return same
 
 
+def _small_change(ctx: AgentContext) -> stall.Incidental:
+    """Whether what differs between two stored screenshots is a small region that toggles on
+    its own, away from the given targets (:func:`vnc_use.agent.stall.incidental`)."""
+
+    def small(a: str | None, b: str | None, targets: Sequence[Sequence[int]]) -> bool:
+        if not a or not b or a == b:
+            return False
+        load = ctx.run.load_screenshot
+        _, box = changed_box(load(a), load(b))
+        return stall.incidental(box, GRID, targets)
+
+    return small
+
+
+def _kind(ctx: AgentContext, c: _Call) -> ActionKind:
+    """How the call works on the desktop, as its action table says (``pointer`` when the
+    planner's table does not know it)."""
+    checked = ctx.planner.validate(c.call["name"], c.call["args"])
+    return checked.spec.kind if isinstance(checked, ValidatedAction) else "pointer"
+
+
 def _stall_check(
     ctx: AgentContext, state: CUAState, c: _Call, result: _Result
 ) -> stall.StallCheck | None:
@@ -307,6 +341,8 @@ def _stall_check(
         c.sha,
         result.screenshot,
         _same_screen(ctx),
+        kind=_kind(ctx, c),
+        small=_small_change(ctx),
     )
     if check.note is not None:
         result.stall_note = check.note
@@ -354,6 +390,7 @@ def _record(ctx: AgentContext, state: CUAState, c: _Call, result: _Result) -> Tr
         screen_size=list(result.size or c.size),
         duration_ms=result.action_ms,
         started=result.started,
+        pressed_at=result.pressed_at,
         error=result.error,
         note=result.note,
         approved=c.approved,

@@ -49,6 +49,7 @@ STATUS_TEXT: dict[str, str] = {
     RunStatus.DIVERGED: "Replay stopped: the screen differs from the recording",
     RunStatus.STUCK: "Stuck: the model kept repeating actions that changed nothing",
     RunStatus.COST_LIMIT: "Stopped: cost cap reached",
+    RunStatus.FAILED: "Failed: the model reported that the task failed",
     "unfinished": "Unfinished (running, or its process died)",
 }
 
@@ -62,7 +63,7 @@ h1 { font-size:22px; margin:0 0 4px; } h1 code { font-size:20px; }
 .task { font-size:18px; margin:4px 0 12px; }
 .status { display:inline-block; padding:4px 12px; border-radius:999px; font-weight:600;
   color:#fff; background:#5d6675; }
-.status-done { background:#1f8a4c; } .status-error { background:#c62828; }
+.status-done { background:#1f8a4c; } .status-error, .status-failed { background:#c62828; }
 .status-blocked { background:#8e1b3a; }
 .status-diverged { background:#8e1b3a; }
 .shots.replayed { grid-template-columns:3fr 2fr 2fr; }
@@ -175,6 +176,10 @@ class _Page:
                 "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode()
             )
         return self._data[sha]
+
+    def poster(self) -> str | None:
+        """What the video player shows before it plays: the screen the first step saw."""
+        return next((self.src(st.before) for st in self.view.steps if st.before), None)
 
     # -- header -----------------------------------------------------------------------------
     def header(self) -> str:
@@ -418,7 +423,7 @@ class _Page:
             '<link rel="icon" href="data:,">'
             f"<title>vnc-use run {escape(v.thread_id)}: {escape(v.task[:80])}</title>"
             f"<style>{_CSS}{PLAYER_CSS}</style></head><body>{self.header()}"
-            f"<main>{player(v.steps, self.video)}{''.join(body)}</main>"
+            f"<main>{player(v.steps, self.video, self.poster())}{''.join(body)}</main>"
             f"<footer><details><summary>Settings of the run</summary><pre>{settings}</pre>"
             f"</details><p>Written by vnc-use {escape(__version__)} at {escape(written)}"
             f" from <code>events.jsonl</code>.</p></footer></body></html>\n"
