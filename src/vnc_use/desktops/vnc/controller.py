@@ -63,6 +63,7 @@ from vnc_use.desktops.vnc.keys import (
     to_vnc_keys,
 )
 from vnc_use.desktops.vnc.tap import TapChannel, exclusively
+from vnc_use.desktops.xkeymap import KeyRound, RemoteKeys, XKeymap, plan_rounds, xvnc_display
 from vnc_use.errors import (
     ConfigError,
     VncConnectionError,
@@ -92,6 +93,10 @@ INPUT_SETTLE = SettlePolicy(quiet=0.05, max_wait=0.5)
 #: How :meth:`VNCController.type_text` waits after a paste before pressing Return: the app
 #: inserts the text once it has fetched it through the RDP clipboard.
 PASTE_SETTLE = SettlePolicy(quiet=0.2, max_wait=2.0)
+#: How :meth:`VNCController.type_text` waits before it maps new characters onto keycodes it
+#: used earlier in the same text (:mod:`vnc_use.desktops.xkeymap`): the app must have taken
+#: the keys typed with them (a round trip, then the screen quiet).
+ROUND_SETTLE = SettlePolicy(quiet=0.15, max_wait=1.0)
 
 
 _BUTTONS = {"up": 4, "down": 5, "left": 6, "right": 7}
@@ -134,6 +139,8 @@ class VNCController:
         self._inflight: concurrent.futures.Future[Any] | None = None
         self._primed: set[int] = set()
         self._security: Security | None = None
+        self._xkeymap: XKeymap | None = None
+        self._remote_keys = RemoteKeys()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -172,6 +179,8 @@ class VNCController:
                 )
             self._factory, self._client, self._dead = factory, client, False
             self._primed = set()
+            self._remote_keys = RemoteKeys()
+            self._xkeymap = self._find_keymap(host, port)
             self._security = factory.security or Security(NONE, "None", False)
             factory.on_lost = self._on_lost
             self._accept_framebuffer()
@@ -183,6 +192,14 @@ class VNCController:
                 self._security.describe(),
             )
             return self
+
+    def _find_keymap(self, host: str, port: int) -> XKeymap | None:
+        """The keymap of the Xvnc on this machine behind ``host:port`` (None: another server,
+        or a keyboard with limits: the RDP bridge's); see :mod:`vnc_use.desktops.xkeymap`."""
+        if self.keyboard is not None:
+            return None
+        display = xvnc_display(host, port)
+        return XKeymap.open(display) if display is not None else None
 
     def _attempt(
         self,
@@ -510,6 +527,9 @@ class VNCController:
         if limits is not None and limits.scancodes and self._scancodes_ok():
             self._type_scancodes(limits, text, press_enter, clear_first)
             return
+        if limits is None:
+            self._type_any_script(text, press_enter, clear_first)
+            return
         events: list[tuple[int, bool]] = []
         if clear_first:
             ctrl, a, bsp = _keysym("ctrl"), _keysym("a"), _keysym("bsp")
@@ -523,6 +543,40 @@ class VNCController:
                 self.round_trip()
                 time.sleep(limits.repeat_gap)
             events += _text_events(part)
+        if press_enter:
+            ret = _keysym("enter")
+            events += [(ret, True), (ret, False)]
+        self._keys(events, "typing")
+
+    def _type_any_script(self, text: str, press_enter: bool, clear_first: bool) -> None:
+        """Type ``text`` exactly in any script, or refuse it before any key (one line naming
+        the characters): see :mod:`vnc_use.desktops.xkeymap`."""
+        keymap = self._xkeymap
+        if keymap is None:
+            self._remote_keys.take(text)
+            rounds = [KeyRound(text, {}, frozenset())]
+        else:
+            try:
+                rounds = plan_rounds(text, keymap.mapping())
+            except OSError as exc:
+                raise VncUseError(f"cannot type on {self._target}: {exc}") from None
+        events: list[tuple[int, bool]] = []
+        if clear_first:
+            ctrl, a, bsp = _keysym("ctrl"), _keysym("a"), _keysym("bsp")
+            events += [(ctrl, True), (a, True), (a, False), (ctrl, False)]
+            events += [(bsp, True), (bsp, False)]
+        for i, part in enumerate(rounds):
+            if i:  # the app must have taken the keys typed with the keycodes about to change
+                self._keys(events, "typing")
+                events = []
+                self.settle_input(ROUND_SETTLE)
+            if part.assign and keymap is not None:
+                try:
+                    keymap.assign(part.assign)
+                except OSError as exc:
+                    raise VncUseError(f"cannot type on {self._target}: {exc}") from None
+                self._primed.update(k for pair in part.assign.values() for k in pair)
+            events += _text_events(part.text, shift=part.shifted)
         if press_enter:
             ret = _keysym("enter")
             events += [(ret, True), (ret, False)]
