@@ -19,7 +19,8 @@ could not be typed:
   upper one typed with Shift), so Xvnc never has to add one. A text needing more keycodes than
   there are spare ones is typed in rounds: between rounds vnc-use waits until the server has
   handed over every key and the screen is quiet (the app has taken them), then maps the next
-  characters onto the same keycodes. Spare keycodes are those with no keysym, or with only
+  characters onto the same keycodes. When the connection closes, the keycodes vnc-use
+  filled are emptied again (the pool is the server's for the next client). Spare keycodes are those with no keysym, or with only
   keysyms of typed characters (Latin-1 or Unicode keysyms: what Xvnc or vnc-use added).
 * **Any other VNC server** (remote, or one vnc-use cannot open): its keymap cannot be seen and
   what arrived cannot be checked (no OCR). A connection types at most
@@ -231,6 +232,15 @@ class XKeymap:
             finally:
                 lib.XFree(syms)
 
+    def release(self, codes: dict[int, tuple[int, int]]) -> None:
+        """Empty the keycodes that still carry what :meth:`assign` put there (the spare pool
+        back to the server: TigerVNC 1.12 adds the keysyms a viewer types there)."""
+        try:
+            now = self.mapping()
+            self.assign({c: (0, 0) for c, pair in codes.items() if now.get(c, ())[:2] == pair})
+        except OSError:
+            return
+
     def assign(self, codes: dict[int, tuple[int, int]]) -> None:
         """Put ``(lower, upper)`` keysyms on each keycode (applied when this returns)."""
         if not codes:
@@ -334,16 +344,17 @@ class RemoteKeys:
             pair = case_pair(sym)
             if pair in self.typed or pair in new:
                 continue
-            if len(self.typed) + len(new) < self.limit:
-                new.append(pair)
-            else:
+            new.append(pair)
+            if len(self.typed) + len(new) > self.limit:
                 over.append(ch)
         if over:
+            left = self.limit - len(self.typed)
             raise ValueError(
-                f"cannot type {_who_cannot(over)} on this VNC server: an X-based VNC server "
-                f"(TigerVNC before 1.15) has about {self.limit} spare keys for characters "
-                "its keyboard map lacks and silently drops the rest, and this connection "
-                f"has used {len(self.typed)} of them; nothing was typed: type the text in "
-                "fewer distinct characters, or run on the local desktop (any text arrives there)"
+                f"cannot type {_who_cannot(over)} on this VNC server: vnc-use cannot see its "
+                f"keyboard map, and an X-based VNC server (TigerVNC before 1.15) has about "
+                f"{self.limit} spare keys for characters its map lacks and silently drops the "
+                f"rest; this text needs {len(new)} new keys, this connection has {left} left; "
+                "nothing was typed: type it in fewer distinct characters, or run on the local "
+                "desktop (any text arrives there)"
             )
         self.typed.update(new)

@@ -140,6 +140,7 @@ class VNCController:
         self._primed: set[int] = set()
         self._security: Security | None = None
         self._xkeymap: XKeymap | None = None
+        self._assigned: dict[int, tuple[int, int]] = {}
         self._remote_keys = RemoteKeys()
 
     # ------------------------------------------------------------------ lifecycle
@@ -277,6 +278,7 @@ class VNCController:
     def disconnect(self) -> None:
         """Close the connection (idempotent); waits briefly for the server to see it."""
         with self._lock:
+            self._release_keys()
             factory, client = self._factory, self._client
             self._factory, self._client, self._dead = None, None, True
             if factory is None or client is None:
@@ -288,6 +290,18 @@ class VNCController:
                 if not factory.lost.wait(timeout=min(self._timeout, 5.0)):
                     self._abort(factory)
             log.info("disconnected from %s", self._server)
+
+    def _release_keys(self) -> None:
+        """Empty the spare keycodes this connection filled, once the app took its keys."""
+        assigned, self._assigned = self._assigned, {}
+        if self._xkeymap is None or not assigned:
+            return
+        if self._client is not None and not self._dead:
+            try:
+                self.settle_input(ROUND_SETTLE)
+            except (VncUseError, ValueError):
+                pass
+        self._xkeymap.release(assigned)
 
     def __enter__(self) -> VNCController:
         return self
@@ -575,6 +589,7 @@ class VNCController:
                     keymap.assign(part.assign)
                 except OSError as exc:
                     raise VncUseError(f"cannot type on {self._target}: {exc}") from None
+                self._assigned.update(part.assign)
                 self._primed.update(k for pair in part.assign.values() for k in pair)
             events += _text_events(part.text, shift=part.shifted)
         if press_enter:
