@@ -175,7 +175,7 @@ def test_paste_text_puts_unicode_on_xrdp_and_restores_the_clipboard(
     desk: XrdpDesktop, gemini: GeminiStandIn, tmp_path: Path
 ) -> None:
     """--rdp-paste-text: text beyond US ASCII arrives exactly through the RDP clipboard, the
-    step says it was pasted, and the remote clipboard holds what it held before the paste.
+    step's record and the function response the model gets say it was pasted, and the remote clipboard holds what it held before the paste.
 
     The session's clipboard is set and read while the run's bridge is connected (when the
     model is asked): FreeRDP 2 claims the remote clipboard when it connects with clipboard
@@ -204,4 +204,6 @@ def test_paste_text_puts_unicode_on_xrdp_and_restores_the_clipboard(
     actions = [json.loads(e) for e in events if '"action"' in e]
     typed = [a for a in actions if a.get("name") == "type_text_at"]
     assert typed and "pasted" in (typed[0].get("note") or "") and not typed[0].get("error")
+    told = gemini.function_responses(gemini.requests[-1])[-1]["response"]
+    assert "pasted through the clipboard" in told["note"] and "not typed" in told["note"], told
     assert run.alive_children() == []
