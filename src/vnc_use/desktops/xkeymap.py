@@ -20,8 +20,9 @@ could not be typed:
   there are spare ones is typed in rounds: between rounds vnc-use waits until the server has
   handed over every key and the screen is quiet (the app has taken them), then maps the next
   characters onto the same keycodes. When the connection closes, the keycodes vnc-use
-  filled are emptied again (the pool is the server's for the next client). Spare keycodes are those with no keysym, or with only
-  keysyms of typed characters (Latin-1 or Unicode keysyms: what Xvnc or vnc-use added).
+  filled are emptied again (the pool is the server's for the next client). Spare keycodes
+  are those with no keysym, or with only keysyms of typed characters (Latin-1 or Unicode
+  keysyms: what Xvnc or vnc-use added).
 * **Any other VNC server** (remote, or one vnc-use cannot open): its keymap cannot be seen and
   what arrived cannot be checked (no OCR). A connection types at most
   :data:`REMOTE_NEW_KEYS` distinct characters beyond ASCII (a case pair counts once, the pool
@@ -39,6 +40,7 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 __all__ = [
     "REMOTE_NEW_KEYS",
@@ -134,7 +136,7 @@ class _X:
 
     _lock = threading.Lock()
     _lib: ctypes.CDLL | None = None
-    _errors: list[int] = []
+    _errors: ClassVar[list[int]] = []
     _handler: object = None
 
     @classmethod
@@ -286,7 +288,9 @@ def plan_rounds(text: str, mapping: dict[int, tuple[int, ...]]) -> list[KeyRound
             pair = case_pair(sym)
             if pair not in pairs:
                 if not spare:
-                    bad = (c for c in text if needs_key(_keysym_of(c)) and _keysym_of(c) not in present)
+                    bad = (
+                        c for c in text if needs_key(_keysym_of(c)) and _keysym_of(c) not in present
+                    )
                     raise ValueError(
                         f"cannot type {_who_cannot(bad)} on this desktop: its keyboard map has "
                         "no spare keycode for characters it lacks; nothing was typed"

@@ -6,6 +6,7 @@ reactor thread and awaited with a deadline; see :mod:`vnc_use.desktops.vnc`).
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import logging
 import operator
 import struct
@@ -297,10 +298,8 @@ class VNCController:
         if self._xkeymap is None or not assigned:
             return
         if self._client is not None and not self._dead:
-            try:
+            with contextlib.suppress(VncUseError, ValueError):
                 self.settle_input(ROUND_SETTLE)
-            except (VncUseError, ValueError):
-                pass
         self._xkeymap.release(assigned)
 
     def __enter__(self) -> VNCController:
