@@ -64,7 +64,14 @@ from vnc_use.desktops.vnc.keys import (
     to_vnc_keys,
 )
 from vnc_use.desktops.vnc.tap import TapChannel, exclusively
-from vnc_use.desktops.xkeymap import KeyRound, RemoteKeys, XKeymap, plan_rounds, xvnc_display
+from vnc_use.desktops.xkeymap import (
+    KeyRound,
+    RemoteKeys,
+    XKeymap,
+    needs_key,
+    plan_rounds,
+    xvnc_display,
+)
 from vnc_use.errors import (
     ConfigError,
     VncConnectionError,
@@ -565,7 +572,9 @@ class VNCController:
         """Type ``text`` exactly in any script, or refuse it before any key (one line naming
         the characters): see :mod:`vnc_use.desktops.xkeymap`."""
         keymap = self._xkeymap
-        if keymap is None:
+        if not any(needs_key(_keysym(ch)) for ch in text if ch not in "\r\n\t"):
+            rounds = [KeyRound(text, {}, frozenset())]  # ASCII: every keymap has it
+        elif keymap is None:
             self._remote_keys.take(text)
             rounds = [KeyRound(text, {}, frozenset())]
         else:
