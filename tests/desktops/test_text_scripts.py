@@ -15,7 +15,6 @@ import pytest
 from vnc_use.desktops.xkeymap import (
     REMOTE_NEW_KEYS,
     XKeymap,
-    needs_key,
     plan_rounds,
     xvnc_display,
 )
@@ -116,10 +115,10 @@ def test_rounds_reuse_the_spare_keycodes(fresh: Probe) -> None:
     mapping = keymap.mapping()
     rounds = plan_rounds(JAPANESE + " abc", mapping)
     assert "".join(r.text for r in rounds) == JAPANESE + " abc"
-    spare = [s for s in mapping.values() if all(needs_key(k) for k in s if k)]
-    assert 0 < len(spare) < 40
+    spare = {c for c, s in mapping.items() if all(0x01000100 <= k < 0x01110000 for k in s if k)}
+    # Xvnc 1.12's default map has 19 empty keycodes (the keypad's plusminus is not spare);
+    # the test before this one left Xvnc's own ü, ß, é on three of them
+    assert 10 <= len(spare) <= 19
     assert len(rounds) >= 2 and all(len(r.assign) <= len(spare) for r in rounds)
-    assert {code for r in rounds for code in r.assign} <= {
-        code for code, s in mapping.items() if all(needs_key(k) for k in s if k)
-    }
+    assert {code for r in rounds for code in r.assign} <= spare
     assert plan_rounds("plain ASCII", mapping)[0].assign == {}

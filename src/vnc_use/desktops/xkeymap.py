@@ -21,8 +21,8 @@ could not be typed:
   handed over every key and the screen is quiet (the app has taken them), then maps the next
   characters onto the same keycodes. When the connection closes, the keycodes vnc-use
   filled are emptied again (the pool is the server's for the next client). Spare keycodes
-  are those with no keysym, or with only keysyms of typed characters (Latin-1 or Unicode
-  keysyms: what Xvnc or vnc-use added).
+  are those with no keysym, or with only Unicode keysyms (what Xvnc or vnc-use added; the
+  keys of the map, such as the keypad's ``±``, are never taken).
 * **Any other VNC server** (remote, or one vnc-use cannot open): its keymap cannot be seen and
   what arrived cannot be checked (no OCR). A connection types at most
   :data:`REMOTE_NEW_KEYS` distinct characters beyond ASCII (a case pair counts once, the pool
@@ -88,8 +88,10 @@ def case_pair(keysym: int) -> tuple[int, int]:
 
 
 def _spare(keysyms: Sequence[int]) -> bool:
+    """A keycode with no keysym, or only Unicode ones (what Xvnc or vnc-use added: a real key
+    has a named keysym, such as the keypad's ``plusminus``, which stays as it is)."""
     used = [k for k in keysyms if k]
-    return all(needs_key(k) for k in used) and len(set(used)) <= 2
+    return all(k in _UNICODE_KEYSYMS for k in used) and len(set(used)) <= 2
 
 
 # ------------------------------------------------------------------------- finding the Xvnc
