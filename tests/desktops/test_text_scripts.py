@@ -7,23 +7,27 @@ entry, the CLI in a subprocess and the Gemini stand-in: what the probe received 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from vnc_use import VncUseAgent
 from vnc_use.desktops.xkeymap import (
     REMOTE_NEW_KEYS,
     XKeymap,
     plan_rounds,
     xvnc_display,
 )
+from vnc_use.providers.gemini.planner import GeminiComputerUse
 from vnc_use.testing.delay_proxy import DelayProxy
 from vnc_use.testing.desktop import TestDesktop
 from vnc_use.testing.gemini_standin import FunctionCallSpec, GeminiStandIn, Reply
 
 from cli_tools import run_cli
 from desktop_fixtures import Probe, start_probe
+from gemini_fixtures import FAST_RETRY
 
 pytestmark = pytest.mark.desktop
 
@@ -123,3 +127,39 @@ def test_rounds_reuse_the_spare_keycodes(fresh: Probe) -> None:
     assert len(rounds) >= 2 and all(len(r.assign) <= len(spare) for r in rounds)
     assert {code for r in rounds for code in r.assign} <= spare
     assert plan_rounds("plain ASCII", mapping)[0].assign == {}
+
+
+def test_a_refusal_never_names_the_characters_of_a_sensitive_value(
+    fresh: Probe, gemini: GeminiStandIn, tmp_path: Path
+) -> None:
+    """A sensitive value (``{{word}}``) that cannot be typed on an unseen keymap: the step's
+    error says so without naming its characters, in the model's request and in every record."""
+    word = "абвгдежзийклмнопрстуф"  # 21 letters: two past the limit
+    fresh.log.clear()
+    gemini.script(
+        Reply.calls(FunctionCallSpec("type_text_at", **_grid(fresh), text="{{word}}")),
+        Reply.text("Done."),
+    )
+    runs = tmp_path / "runs"
+    with DelayProxy(fresh.desktop.port, delay_ms=0) as proxy:
+        agent = VncUseAgent(
+            vnc_server=proxy.server,
+            vnc_password=fresh.desktop.password,
+            runs_dir=runs,
+            planner=GeminiComputerUse(**FAST_RETRY),
+            sensitive_text={"word": word},
+        )
+        try:
+            result = agent.run(task="Type the word")
+        finally:
+            agent.close()
+    assert result.status == "done"
+    error = gemini.function_responses(gemini.requests[1])[-1]["response"]["error"]
+    assert "cannot type '…' '…' on this VNC server" in error, error
+    assert fresh.log.events("text") == []
+    told = json.dumps([r.body for r in gemini.requests], ensure_ascii=False)
+    assert not any(ch in told for ch in word)
+    for path in runs.rglob("*"):
+        if path.is_file() and path.suffix not in (".png", ".mp4", ".webm"):
+            text = path.read_bytes().decode("utf-8", errors="replace")
+            assert not any(ch in text for ch in word), path

@@ -265,7 +265,23 @@ def _perform(
     except VncError:
         raise  # the desktop is gone: infrastructure, ends the run (resumable)
     except (ValueError, TypeError) as exc:  # the model asked for something impossible
-        return {}, f"{type(exc).__name__}: {exc}"
+        return {}, _redact(f"{type(exc).__name__}: {exc}", action, ctx.secrets)
+
+
+def _redact(message: str, action: ValidatedAction, secrets: dict[str, str]) -> str:
+    """``message`` without the sensitive values the action's placeholders stood for, whole or
+    as the characters a refusal names (``cannot type 'ж' ...``): it goes to the model and
+    the run's records."""
+    used = [
+        value
+        for name, value in secrets.items()
+        if value and any(isinstance(v, str) and "{{" + name + "}}" in v for _, v in action.args)
+    ]
+    for value in used:
+        message = message.replace(value, "{{sensitive}}")
+        for ch in set(value):
+            message = message.replace(repr(ch), "'…'")
+    return message
 
 
 def _look(ctx: AgentContext, c: _Call, result: _Result) -> None:
