@@ -68,6 +68,14 @@ def test_an_unseen_keymap_takes_19_new_characters_per_connection() -> None:
     assert len(keys.typed) == REMOTE_NEW_KEYS
 
 
+def test_wayvnc_takes_nothing_beyond_ascii() -> None:
+    keys = RemoteKeys.for_server(b"WayVNC")
+    keys.take("plain ASCII")
+    with pytest.raises(ValueError, match=r"cannot type 'é' on this VNC server: wayvnc types only"):
+        keys.take("café")
+    assert RemoteKeys.for_server(b"host:1 (user)").limit == REMOTE_NEW_KEYS
+
+
 @pytest.mark.parametrize(
     ("argv", "port", "display"),
     [

@@ -27,7 +27,8 @@ could not be typed:
   what arrived cannot be checked (no OCR). A connection types at most
   :data:`REMOTE_NEW_KEYS` distinct characters beyond ASCII (a case pair counts once, the pool
   of a fresh TigerVNC 1.12), and a text that would go past that is refused before any key is
-  sent, naming the characters: never a silent loss.
+  sent, naming the characters: never a silent loss. On wayvnc (its desktop name ``WayVNC``),
+  which drops every character its keyboard layout lacks, nothing beyond ASCII is typed.
 """
 
 from __future__ import annotations
@@ -333,10 +334,20 @@ def _round(
 @dataclass
 class RemoteKeys:
     """The characters beyond ASCII one connection to an unseen keymap has typed (see the
-    module): at most :data:`REMOTE_NEW_KEYS` distinct ones, case pairs counted once."""
+    module): at most :data:`REMOTE_NEW_KEYS` distinct ones, case pairs counted once; none on
+    wayvnc (:meth:`for_server`)."""
 
     limit: int = REMOTE_NEW_KEYS
     typed: set[tuple[int, int]] = field(default_factory=set)
+    wayvnc: bool = False
+
+    @classmethod
+    def for_server(cls, name: bytes | str | None) -> RemoteKeys:
+        """The limit for a server whose RFB desktop name is ``name``: wayvnc (``WayVNC``)
+        types only what its keyboard layout has and drops the rest (its log: "Failed to look
+        up keyboard symbol"; measured with wayvnc 0.5), so nothing beyond ASCII there."""
+        text = name.decode(errors="replace") if isinstance(name, bytes) else (name or "")
+        return cls(limit=0, wayvnc=True) if text.strip() == "WayVNC" else cls()
 
     def take(self, text: str) -> None:
         """Count ``text``'s characters in, or raise ``ValueError`` naming those past the
@@ -354,13 +365,23 @@ class RemoteKeys:
             if len(self.typed) + len(new) > self.limit:
                 over.append(ch)
         if over:
-            left = self.limit - len(self.typed)
             raise ValueError(
-                f"cannot type {_who_cannot(over)} on this VNC server: vnc-use cannot see its "
-                f"keyboard map, and an X-based VNC server (TigerVNC before 1.15) has about "
-                f"{self.limit} spare keys for characters its map lacks and silently drops the "
-                f"rest; this text needs {len(new)} new keys, this connection has {left} left; "
-                "nothing was typed: type it in fewer distinct characters, or run on the local "
-                "desktop (any text arrives there)"
+                f"cannot type {_who_cannot(over)} on this VNC server: {self._why(new)}"
             )
         self.typed.update(new)
+
+    def _why(self, new: list[tuple[int, int]]) -> str:
+        if self.wayvnc:
+            return (
+                "wayvnc types only the characters of its keyboard layout and silently drops "
+                "the others, and vnc-use cannot see that layout; nothing was typed: type "
+                "ASCII only"
+            )
+        left = self.limit - len(self.typed)
+        return (
+            "vnc-use cannot see its keyboard map, and an X-based VNC server (TigerVNC before "
+            f"1.15) has about {self.limit} spare keys for characters its map lacks and silently "
+            f"drops the rest; this text needs {len(new)} new keys, this connection has {left} "
+            "left; nothing was typed: type it in fewer distinct characters, or run on the "
+            "local desktop (any text arrives there)"
+        )

@@ -188,7 +188,7 @@ class VNCController:
                 )
             self._factory, self._client, self._dead = factory, client, False
             self._primed = set()
-            self._remote_keys = RemoteKeys()
+            self._remote_keys = RemoteKeys.for_server(getattr(client, "name", None))
             self._xkeymap = self._find_keymap(host, port)
             self._security = factory.security or Security(NONE, "None", False)
             factory.on_lost = self._on_lost
