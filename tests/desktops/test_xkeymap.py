@@ -4,6 +4,8 @@ Xvnc is in ``test_text_scripts.py``)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from vnc_use.desktops.xkeymap import (
@@ -11,6 +13,7 @@ from vnc_use.desktops.xkeymap import (
     RemoteKeys,
     case_pair,
     plan_rounds,
+    xvnc_display,
 )
 from vnc_use.desktops.xkeymap import (
     _xvnc_on_port as xvnc_on_port,
@@ -90,3 +93,8 @@ def test_the_xvnc_behind_a_port_is_known_by_its_command_line(
     argv: list[str], port: int, display: str | None
 ) -> None:
     assert xvnc_on_port(argv, port) == display
+
+
+def test_no_proc_folder_means_no_xvnc_found(tmp_path: Path) -> None:
+    assert xvnc_display("127.0.0.1", 5901, proc=tmp_path / "missing") is None
+    assert xvnc_display("10.0.0.5", 5901) is None  # another machine: never looked up

@@ -102,7 +102,11 @@ def xvnc_display(host: str, port: int, proc: Path = Path("/proc")) -> str | None
     if host not in ("127.0.0.1", "localhost", "::1", "[::1]"):
         return None
     uid = os.getuid()
-    for entry in proc.iterdir():
+    try:
+        entries = list(proc.iterdir())
+    except OSError:  # no /proc (macOS): no Xvnc to find
+        return None
+    for entry in entries:
         if not entry.name.isdigit():
             continue
         try:
