@@ -159,7 +159,7 @@ def test_a_refusal_never_names_the_characters_of_a_sensitive_value(
     assert fresh.log.events("text") == []
     told = json.dumps([r.body for r in gemini.requests], ensure_ascii=False)
     assert not any(ch in told for ch in word)
-    named = [repr(ch) for ch in word]  # the refusal named 'у' 'ф'
+    named = [repr(ch) for ch in word]  # the refusal named the last two letters
     leaks = [x.encode() for x in (word, *named, *(json.dumps(n)[1:-1] for n in named))]
     for path in runs.rglob("*"):
         if path.is_file() and path.suffix not in (".png", ".mp4", ".webm"):
