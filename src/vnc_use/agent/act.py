@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -17,6 +18,7 @@ from langgraph.types import interrupt
 
 from vnc_use.actions import ActionError, ValidatedAction
 from vnc_use.actions.execute import ActionContext, execute
+from vnc_use.actions.vocabulary import ActionKind
 from vnc_use.agent import approval as safety
 from vnc_use.agent import stall
 from vnc_use.agent.context import AgentContext, capture, over_time, screen_size
@@ -29,7 +31,7 @@ from vnc_use.agent.state import (
 )
 from vnc_use.errors import VncConnectionError, VncError
 from vnc_use.providers import history
-from vnc_use.replay.compare import cell_difference, cells
+from vnc_use.replay.compare import GRID, cell_difference, cells, changed_cells
 from vnc_use.store.journal import Outcome, call_key
 
 
@@ -118,6 +120,8 @@ class _Result:
     report seeks the run's video there: the click's ring is on that frame)."""
     stall_note: str | None = None
     """Stall detection's note to the model (the first stall), sent with the result."""
+    model_note: str | None = None
+    """What else the model is told about how the action was done (a paste, not typing)."""
 
 
 def act(state: CUAState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
@@ -182,6 +186,11 @@ def _begin(ctx: AgentContext, state: CUAState) -> _Call:
 
 PASTED_NOTE = "text pasted through the RDP clipboard (--rdp-paste-text), not typed"
 """The note of a step whose text went through the clipboard (see ``desktops.rdp_clipboard``)."""
+PASTED_MODEL_NOTE = (
+    "The text was pasted through the clipboard (Ctrl+V), not typed: this desktop's keyboard "
+    "link cannot type some of its characters."
+)
+"""What the function response of that step tells the model (every provider carries it)."""
 
 RESTART_NOTE_KEY = "vnc_use_note"
 """The key of the note added to a custom function's recorded result when a resumed run sends
@@ -230,7 +239,7 @@ def _run_action(ctx: AgentContext, c: _Call) -> _Result:
         pastes = getattr(ctx.desktop, "pastes", 0)
         result.pixels, result.error = _perform(ctx, c, action)
         if getattr(ctx.desktop, "pastes", 0) > pastes:
-            result.note = PASTED_NOTE
+            result.note, result.model_note = PASTED_NOTE, PASTED_MODEL_NOTE
     elif c.outcome is Outcome.DONE:
         result.note = "performed before the agent restarted; not repeated"
     elif c.outcome is Outcome.UNKNOWN:
@@ -270,7 +279,23 @@ def _perform(
     except VncError:
         raise  # the desktop is gone: infrastructure, ends the run (resumable)
     except (ValueError, TypeError) as exc:  # the model asked for something impossible
-        return {}, f"{type(exc).__name__}: {exc}"
+        return {}, _redact(f"{type(exc).__name__}: {exc}", action, ctx.secrets)
+
+
+def _redact(message: str, action: ValidatedAction, secrets: dict[str, str]) -> str:
+    """``message`` without the sensitive values the action's placeholders stood for, whole or
+    as the characters a refusal names (``cannot type 'ж' ...``): it goes to the model and
+    the run's records."""
+    used = [
+        value
+        for name, value in secrets.items()
+        if value and any(isinstance(v, str) and "{{" + name + "}}" in v for _, v in action.args)
+    ]
+    for value in used:
+        message = message.replace(value, "{{sensitive}}")
+        for ch in set(value):
+            message = message.replace(repr(ch), "'…'")
+    return message
 
 
 class _DoneBeside:
@@ -344,21 +369,24 @@ _CELLS_KEPT = 16
 about ten recent ones)."""
 
 
-def _same_screen(ctx: AgentContext) -> stall.SameScreen:
-    """Whether two stored screenshots show the same screen by the stall measure.
-
-    Each screenshot is decoded once per run, not once per comparison (issue 43: decoding the
-    PNGs again for every comparison was the largest part of a step's bookkeeping)."""
+def _grid(ctx: AgentContext, sha: str) -> Any:
+    """A stored screenshot's cells, decoded once per run (issue 43: decoding the PNGs again
+    for every comparison was the largest part of a step's bookkeeping)."""
     kept = ctx.screen_cells
+    found = kept.pop(sha, None)
+    if found is None:
+        found = cells(ctx.run.load_screenshot(sha))
+    kept[sha] = found  # the most recently used last
+    while len(kept) > _CELLS_KEPT:
+        kept.pop(next(iter(kept)))
+    return found
+
+
+def _same_screen(ctx: AgentContext) -> stall.SameScreen:
+    """Whether two stored screenshots show the same screen by the stall measure."""
 
     def grid(sha: str) -> Any:
-        found = kept.pop(sha, None)
-        if found is None:
-            found = cells(ctx.run.load_screenshot(sha))
-        kept[sha] = found  # the most recently used last
-        while len(kept) > _CELLS_KEPT:
-            kept.pop(next(iter(kept)))
-        return found
+        return _grid(ctx, sha)
 
     def same(a: str | None, b: str | None) -> bool:
         if a == b:
@@ -368,6 +396,26 @@ def _same_screen(ctx: AgentContext) -> stall.SameScreen:
         return cell_difference(grid(a), grid(b), neighbours=False) <= stall.STALL_TOLERANCE
 
     return same
+
+
+def _small_change(ctx: AgentContext) -> stall.Incidental:
+    """Whether what differs between two stored screenshots is a small region that toggles on
+    its own, away from the given targets (:func:`vnc_use.agent.stall.incidental`)."""
+
+    def small(a: str | None, b: str | None, targets: Sequence[Sequence[int]]) -> bool:
+        if not a or not b or a == b:
+            return False
+        _, box = changed_cells(_grid(ctx, a), _grid(ctx, b))
+        return stall.incidental(box, GRID, targets)
+
+    return small
+
+
+def _kind(ctx: AgentContext, c: _Call) -> ActionKind:
+    """How the call works on the desktop, as its action table says (``pointer`` when the
+    planner's table does not know it)."""
+    checked = ctx.planner.validate(c.call["name"], c.call["args"])
+    return checked.spec.kind if isinstance(checked, ValidatedAction) else "pointer"
 
 
 def _stall_check(
@@ -388,6 +436,8 @@ def _stall_check(
         c.sha,
         result.screenshot,
         _same_screen(ctx),
+        kind=_kind(ctx, c),
+        small=_small_change(ctx),
     )
     if check.note is not None:
         result.stall_note = check.note
@@ -459,8 +509,9 @@ def _call_result(c: _Call, result: _Result) -> FunctionResponseRecord:
         record["output"] = result.output
     elif result.error is not None:
         record["error"] = result.error
-    if result.stall_note:
-        record["note"] = result.stall_note
+    notes = [n for n in (result.model_note, result.stall_note) if n]
+    if notes:
+        record["note"] = " ".join(notes)
     return record
 
 

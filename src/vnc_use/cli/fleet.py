@@ -11,18 +11,24 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vnc_use import config
+from vnc_use.cli import fleet_record, progress
 from vnc_use.cli.common import EXIT_CODES, EXIT_DONE, EXIT_ERROR
 from vnc_use.errors import ConfigError
 
 if TYPE_CHECKING:  # the spec pulls in LangGraph: imported when a command builds one
+    from vnc_use.fleet.submit import Submitter
     from vnc_use.runs.spec import RunSpec
 
-__all__ = ["add_fleet_options", "command", "register", "report_command", "runs_command"]
+__all__ = ["add_fleet_options", "command", "fleet_url", "register", "runs_command"]
+
+PROGRESS_SECONDS = 0.5
+"""How often ``run --fleet`` looks for the run's new events while it waits."""
 
 
 def add_fleet_options(p: argparse.ArgumentParser, *, run: bool = False) -> None:
@@ -173,11 +179,18 @@ def command(args: argparse.Namespace) -> int:
     else:
         desktop = _next_desktop(args)
     with Submitter(url) as fleet:
+        seen = 0
         if spec is not None:
             workflow = fleet.start(args.task, spec, label, args.thread_id)
         else:
+            seen = fleet.event_count(args.thread_id)
             workflow = fleet.answer(args.thread_id, args.command, desktop=desktop)
-        outcome = fleet.wait(workflow)
+        show = None if args.json or getattr(args, "quiet", False) else progress.for_args(args)
+        if show is not None:
+            waiting = fleet.waiting_line(workflow)
+            if waiting:
+                print(waiting, flush=True)
+        outcome = _wait_showing(fleet, workflow, seen, show)
     status = str(outcome.get("status", "error"))
     if args.json:
         print(json.dumps(outcome, ensure_ascii=False))
@@ -186,6 +199,36 @@ def command(args: argparse.Namespace) -> int:
     if status in ("error", "blocked") and outcome.get("error"):
         print(f"vnc-use: {outcome['error']}", file=sys.stderr)
     return EXIT_CODES.get(status, EXIT_ERROR)
+
+
+def _wait_showing(
+    fleet: Submitter, workflow: str, seen: int, show: Callable[[dict[str, Any]], None] | None
+) -> dict[str, Any]:
+    """The leg's outcome; meanwhile the run's progress lines (``show``), from the events the
+    worker records in the database, as a run here prints them."""
+    found: dict[str, Any] = {}
+    failed: list[BaseException] = []
+
+    def wait() -> None:
+        try:
+            found.update(fleet.wait(workflow))
+        except BaseException as exc:  # re-raised in the caller's thread
+            failed.append(exc)
+
+    waiter = threading.Thread(target=wait, daemon=True, name="fleet-wait")
+    waiter.start()
+    tid = fleet.thread_id or ""
+    while True:
+        waiter.join(PROGRESS_SECONDS)
+        if show is not None:
+            for event in fleet.events(tid, seen):
+                seen += 1
+                show(event)
+        if not waiter.is_alive():
+            break
+    if failed:
+        raise failed[0]
+    return found
 
 
 def _report(outcome: dict[str, Any]) -> None:
@@ -205,7 +248,7 @@ def _report(outcome: dict[str, Any]) -> None:
         print(
             f"  approve: vnc-use approve --fleet URL {tid}   deny: vnc-use deny --fleet URL {tid}"
         )
-    print(f"report: vnc-use report --fleet URL {tid} --out FILE")
+    print(f"report: vnc-use report --fleet URL {tid}")
 
 
 def runs_command(args: argparse.Namespace) -> int:
@@ -243,25 +286,6 @@ def runs_command(args: argparse.Namespace) -> int:
     return EXIT_DONE
 
 
-def report_command(args: argparse.Namespace) -> int:
-    """``vnc-use report --fleet URL ID --out FILE``: the run's report from the database."""
-    from vnc_use.fleet.db import FleetDb
-
-    db = FleetDb(fleet_url(args.fleet), application_name="vnc-use fleet client")
-    try:
-        row = db.run(args.thread_id)
-    finally:
-        db.close()
-    if row is None:
-        raise ConfigError(f"no run {args.thread_id!r} in the fleet's database")
-    if not row.report:
-        raise ConfigError(f"run {args.thread_id!r} has no report yet ({row.status})")
-    out = Path(args.out or f"{args.thread_id}-report.html")
-    out.write_text(row.report, "utf-8")
-    print(f"report: {out}")
-    return EXIT_DONE
-
-
 def register(sub: Any) -> None:
     """Add ``fleet status``."""
     p = sub.add_parser("fleet", help="the fleet of workers sharing one PostgreSQL")
@@ -272,6 +296,20 @@ def register(sub: Any) -> None:
     add_fleet_options(s)
     s.add_argument("--json", action="store_true", help="one JSON object")
     s.set_defaults(func=status_command)
+    s = fleet_sub.add_parser(
+        "prune",
+        help="delete finished runs' screenshots, events and videos (never a run that can "
+        "still be resumed or approved)",
+    )
+    add_fleet_options(s)
+    s.add_argument(
+        "--older-than",
+        required=True,
+        metavar="DURATION",
+        type=fleet_record.parse_duration,
+        help="runs finished longer ago than this: 30d, 12h, 90m, 0 (every finished run)",
+    )
+    s.set_defaults(func=lambda a: fleet_record.prune_command(a, fleet_url(a.fleet)))
 
 
 def status_command(args: argparse.Namespace) -> int:

@@ -219,7 +219,10 @@ def command(args: argparse.Namespace) -> int:
     # the local desktop starts only for a model that is ready (its key set); an RDP bridge
     # starts before the model's SDK loads, so an unreachable host is told within
     # --connect-timeout (the run still checks the key before anything is recorded)
-    planner = _planner(args, spec, saved) if spec.desktop.local else None
+    # approve and resume ask the model after acting: its key is checked before the desktop is
+    # touched (exit 2, the run left as it was)
+    early = spec.desktop.local or args.command in ("approve", "resume")
+    planner = _planner(args, spec, saved) if early else None
     thread_id = _thread_id(args)
     log_path = Path(spec.runs_dir) / thread_id / "freerdp.log"  # a replay's: its own folder
     with reach(spec.desktop, password=args.vnc_password, log_path=log_path) as reached:
@@ -232,8 +235,20 @@ def command(args: argparse.Namespace) -> int:
         _report(result)
     # an error or a safety block: once, on stderr, whatever the output mode
     if result.status in ("error", "blocked") and result.error:
-        print(f"vnc-use: {result.error}", file=sys.stderr)
+        print(f"vnc-use: {_with_resume(result, args)}", file=sys.stderr)
     return EXIT_CODES.get(result.status, EXIT_ERROR)
+
+
+def _with_resume(result: RunResult, args: argparse.Namespace) -> str:
+    """An ``error`` run's message with the command that continues it (when it names none)."""
+    if result.status != "error":
+        return str(result.error)
+    command = f"vnc-use resume {result.thread_id}"
+    if args.runs_dir != "runs":
+        command += f" --runs-dir {args.runs_dir}"
+    if command.split(" --")[0] in str(result.error):
+        return str(result.error)
+    return f"{result.error} (continue it with: {command})"
 
 
 def _thread_id(args: argparse.Namespace) -> str:
@@ -252,6 +267,8 @@ def _planner(args: argparse.Namespace, spec: RunSpec, saved: dict[str, Any] | No
 
     if saved is not None and saved.get("provider") == "replay" and args.command != "replay":
         return planner_from_run(saved)
+    if args.command in ("approve", "resume"):
+        return open_planner(spec, ready=True)
     if not (args.command == "run" and spec.desktop.local):  # the run checks it before acting
         return open_planner(spec)
     try:
@@ -282,8 +299,8 @@ def _report(result: RunResult) -> None:
 
 
 def _refuse_fleet_run(args: argparse.Namespace) -> None:
-    """A fleet's run is continued through the fleet (its run folder, whose screenshots the
-    model's history needs, is on the workers; the fleet records its outcome): one line."""
+    """A fleet's run is continued through the fleet (a worker fetches its history from the
+    fleet's tables, and the fleet records its outcome): one line."""
     from vnc_use.fleet.db import fleet_has_run
     from vnc_use.store.postgres import is_postgres_url
 
@@ -291,7 +308,7 @@ def _refuse_fleet_run(args: argparse.Namespace) -> None:
     if url and is_postgres_url(url) and fleet_has_run(url, args.thread_id):
         where = f" --vnc {args.vnc}" if args.vnc else ""
         raise ConfigError(
-            f"run {args.thread_id} is a fleet run (its run folder is on the workers): "
+            f"run {args.thread_id} is a fleet run (the fleet keeps its history and outcome): "
             f"continue it through the fleet: vnc-use {args.command} {args.thread_id} --fleet URL"
             f"{where}"
         )

@@ -58,7 +58,7 @@ from vnc_use.errors import (
 from vnc_use.providers.base import Planner
 from vnc_use.providers.pricing import price_for
 from vnc_use.record import run_record
-from vnc_use.record.folder import RunFolder, check_thread_id
+from vnc_use.record.folder import FolderStore, RunFolder, check_thread_id
 from vnc_use.record.report import write_report_safely
 from vnc_use.record.video import DEFAULT_VIDEO_FPS, VideoRecorder
 from vnc_use.replay.compare import DEFAULT_TOLERANCE
@@ -313,6 +313,9 @@ class VncUseAgent:
         self._recorder: VideoRecorder | None = None
         self.screen_size = screen_size
         self.on_event = on_event
+        #: Where the run folders' content also goes as it is written, and where a screenshot
+        #: a folder lacks is fetched from (a fleet's database; None: the folder alone).
+        self.folder_store: FolderStore | None = None
         if sensitive_text is None:
             sensitive_text = sensitive_values(spec.sensitive_names, missing=_MISSING_SENSITIVE)
         self.sensitive_text = dict(sensitive_text)
@@ -584,6 +587,7 @@ class VncUseAgent:
             "connect_timeout": self.connect_timeout,
             "security": _security_json(security),
             "screen_region": str(self.screen_region) if self.screen_region else None,
+            **_local_desktop_dir(self._reach),
         }
 
     def approve(self, thread_id: str) -> RunResult:
@@ -601,6 +605,8 @@ class VncUseAgent:
         snap = self._existing(thread_id)
         folder = self._folder(thread_id)
         status = snap.values.get("status")
+        if snap.next or snap.tasks or status in (RunStatus.STUCK, RunStatus.COST_LIMIT):
+            self._planner_of(thread_id).check_ready()  # before the desktop is touched
         if status in (RunStatus.STUCK, RunStatus.COST_LIMIT) and not snap.next:
             return self._continue_stopped(thread_id, folder, snap.values)
         # finished: nothing to continue. (A step that completed just before a crash shows no
@@ -656,8 +662,24 @@ class VncUseAgent:
         if not snap.interrupts:
             raise ConfigError(f"run {thread_id!r} is not waiting for an approval")
         folder = self._folder(thread_id)
+        if decision == safety.APPROVE:  # the model is asked after the action: its key first
+            self._planner_of(thread_id).check_ready()
         with self._leased(thread_id):
+            if decision == safety.APPROVE:
+                self._connect_before_answering(thread_id)
             return self._invoke(Command(resume=decision), thread_id, folder)
+
+    def _connect_before_answering(self, thread_id: str) -> None:
+        """Reach the desktop before an approval is given to the run: a desktop that cannot
+        be reached (a password, a server that is down) leaves the run waiting, as it was."""
+        if self._given_desktop is not None:
+            return
+        try:
+            _ = self.controller
+        except (VncError, ConfigError) as exc:
+            raise type(exc)(
+                f"{exc} (run {thread_id} is still waiting for approval: nothing was done)"
+            ) from None
 
     @contextlib.contextmanager
     def _leased(self, thread_id: str) -> Iterator[None]:
@@ -699,7 +721,9 @@ class VncUseAgent:
         return snap
 
     def _folder(self, thread_id: str) -> RunFolder:
-        return run_folder(self.runs_dir, thread_id, self._secrets(), self.on_event)
+        return run_folder(
+            self.runs_dir, thread_id, self._secrets(), self.on_event, self.folder_store
+        )
 
     def _secrets(self) -> list[str | None]:
         return [
@@ -870,6 +894,14 @@ def _security_json(security: Security | None) -> dict[str, Any] | None:
     if security is None:
         return None
     return {"type": security.number, "name": security.name, "encrypted": security.encrypted}
+
+
+def _local_desktop_dir(reached: ReachedDesktop | None) -> dict[str, Any]:
+    """run.json's ``local_desktop_dir``: the state folder of the managed local desktop the
+    run acts on (approve/resume from another shell find its password there, or say so)."""
+    if reached is None or not reached.local_desktop_dir:
+        return {}
+    return {"local_desktop_dir": reached.local_desktop_dir}
 
 
 def _refuse_vnc_options_with_a_desktop(**options: Any) -> None:
