@@ -51,7 +51,8 @@ class CaptureRule:
     on_input_handled: Callable[[], Any] | None = None
     """Called once, from any thread, as soon as the desktop has shown that it handled every
     input sent before the capture (the settle's first answer), while the wait goes on: the
-    agent records the action's completion meanwhile. Keep it short (a flag)."""
+    agent records the action's completion meanwhile. Keep it short (a flag). A desktop that
+    cannot tell (one without a settle wait, such as the in-memory one) never calls it."""
 
 
 @dataclass(frozen=True)

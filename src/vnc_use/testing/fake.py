@@ -135,8 +135,6 @@ class FakeDesktop:
         """The current frame as a PNG (downscaled as ``rule`` says); always settled, after
         ``rule.fixed_s`` when that is set."""
         self._check_connected()
-        if rule.on_input_handled is not None:  # input takes effect at once here
-            rule.on_input_handled()
         if rule.fixed_s is not None:
             rule.sleep(rule.fixed_s)
         image = self.screenshot()
