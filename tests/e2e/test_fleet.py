@@ -301,7 +301,7 @@ def test_fleet_usage_problems_are_one_line(tmp_path: Path) -> None:
     cases = [
         (
             ["run", "--fleet", url, "--vnc", "127.0.0.1::5901", "--task", "t"],
-            "cannot go with --fleet",
+            "--vnc cannot go with run --fleet",
         ),
         (["worker", "--database", url], "a worker needs desktops"),
         (["worker", "--database", url, "--rdp", "a host"], "bad RDP address 'a host'"),

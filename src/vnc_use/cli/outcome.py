@@ -65,7 +65,7 @@ def given_options(args: argparse.Namespace) -> dict[str, Any]:
     found = {}
     for name, default in DOOR_DEFAULTS.items():
         value = getattr(args, name, default)
-        if value != default and value not in (None, False, [], ""):
+        if value != default and value is not None:
             found[name] = value
     return found
 

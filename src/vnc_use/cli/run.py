@@ -204,8 +204,9 @@ def command(args: argparse.Namespace) -> int:
     executor = _elsewhere(args)
     if executor is None:
         return _here(args)
+    check_refusal(executor, None, args)  # the options it cannot take, before they are read
     spec = run_spec(args) if args.command == "run" else None
-    check_refusal(executor, spec, args)
+    check_refusal(executor, spec, args)  # and what the spec asks that it cannot do
     thread_id = args.thread_id
     try:
         result = drive(executor, lambda: _verb(executor, args, spec, thread_id))

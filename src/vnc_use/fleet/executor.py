@@ -69,8 +69,12 @@ class FleetExecutor:
 
         self.url = url
         self.label = label or DEFAULT_LABEL
-        self.desktop = desktop
+        self.desktop = None
         """A VNC ``HOST::PORT`` a later leg moves the run to (None: where it is)."""
+        if desktop is not None:  # a bad address fails before the database is reached
+            from vnc_use.fleet.desktops import vnc_address
+
+            self.desktop = vnc_address(desktop)
         self.flags = "--fleet URL"
         self._workers: dict[str, str] = {}
 
@@ -144,11 +148,7 @@ class FleetExecutor:
             return self._outcome(fleet, workflow)
 
     def _moved(self) -> str | None:
-        if self.desktop is None:
-            return None
-        from vnc_use.fleet.desktops import vnc_address
-
-        return vnc_address(self.desktop)
+        return self.desktop
 
     def result(self, thread_id: str) -> RunResult:
         from vnc_use.agent.state import RunResult
