@@ -31,7 +31,8 @@ from langgraph.types import Command
 
 from vnc_use import config
 from vnc_use.agent import approval as safety
-from vnc_use.agent.graph import AgentContext, AgentSettings, build_graph
+from vnc_use.agent.context import AgentContext, AgentSettings
+from vnc_use.agent.graph import build_graph
 from vnc_use.agent.outcome import record_outcome, run_outcome
 from vnc_use.agent.state import CUAState, RunResult
 from vnc_use.desktops.address import parse_server

@@ -1,5 +1,5 @@
-"""The graph LangGraph Server runs (``langgraph.json``: ``vnc_use.agent.serve:make_graph``, an
-alias of this module's).
+"""The graph LangGraph Server runs (``langgraph.json``: ``vnc_use.runs.serve:make_graph``; the
+old path ``vnc_use.agent.serve:make_graph`` is an alias of it).
 
 The server calls :func:`make_graph` whenever it needs the graph:
 
