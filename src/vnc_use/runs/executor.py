@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from vnc_use.runs.agent import VncUseAgent
     from vnc_use.store.storage import Storage
 
-__all__ = ["Decision", "Executor", "LocalExecutor", "ServedExecutor", "refusal"]
+__all__ = ["Decision", "Executor", "LocalExecutor", "ServedExecutor", "refusal", "served_state"]
 
 Decision = Literal["approve", "deny"]
 
@@ -406,24 +406,12 @@ class ServedExecutor:
 
     def _state(self, tid: str) -> tuple[str, dict[str, Any]]:
         """The thread's state for the run rules, and its values."""
-        from vnc_use.runs import remote
-
         thread = self.api.threads.get(tid)
-        state = self.api.threads.get_state(tid) or {}
-        values: dict[str, Any] = state.get("values") or {}
+        found = self.api.threads.get_state(tid) or {}
+        values: dict[str, Any] = found.get("values") or {}
         if not values:
             raise ConfigError(f"no run with thread id {tid!r} on {self.url}")
-        current = remote.outcome(self.api, tid)
-        status = str(values.get("status") or current.status)
-        return (
-            rules.state_of(
-                status,
-                waiting=thread.get("status") == "interrupted",
-                under_way=thread.get("status") == "busy",
-                step_left=bool(state.get("next")),
-            ),
-            values,
-        )
+        return served_state(thread, found), values
 
     def answer(
         self,
@@ -497,9 +485,15 @@ class ServedExecutor:
         """Nothing to let go: the client holds no connection between calls."""
 
 
-def status_of(value: Any) -> RunStatus:
-    """A status from its JSON value (an unknown one is an error)."""
-    try:
-        return RunStatus(str(value))
-    except ValueError:
-        return RunStatus.ERROR
+def served_state(thread: Mapping[str, Any], found: Mapping[str, Any]) -> str:
+    """A served thread's state as the run rules read it, from the server's thread (its
+    status: ``interrupted`` waits for a person, ``busy`` runs) and its state (values, next
+    nodes); a thread that failed with a step left is ``interrupted``."""
+    values = found.get("values") or {}
+    status = str(values.get("status") or RunStatus.RUNNING.value)
+    return rules.state_of(
+        status,
+        waiting=thread.get("status") == "interrupted",
+        under_way=thread.get("status") == "busy",
+        step_left=bool(found.get("next")),
+    )
