@@ -20,6 +20,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -63,6 +64,7 @@ from vnc_use.record.report import write_report_safely
 from vnc_use.record.video import DEFAULT_VIDEO_FPS, VideoRecorder
 from vnc_use.replay.compare import DEFAULT_TOLERANCE
 from vnc_use.runs import rules
+from vnc_use.runs.leg import run_record_of, write_run_record
 from vnc_use.runs.open import (
     check_writable,
     open_planner,
@@ -136,6 +138,9 @@ class VncUseAgent:
     keyboard path, ``rdp`` its settings (run.json then names ``rdp://HOST:PORT (via
     FreeRDP)``) and ``lost_reason`` says when the RDP session ended.
     """
+
+    kind: run_record.RunKind = "local"
+    """What its runs' ``run.json`` says of where they executed (a fleet's worker: ``fleet``)."""
 
     def __init__(
         self,
@@ -446,30 +451,17 @@ class VncUseAgent:
         desktop = self.desktop
         where = self._where(desktop)
         folder = self._folder(thread_id)
-        record = run_record.RunRecord.from_json(
-            {
-                "kind": "local",
-                "thread_id": thread_id,
-                "task": task,
-                **where,
-                **planner.run_settings(),
-                "keep_screenshots": self.settings.keep_screenshots,
-                "confirm_actions": list(self.settings.confirm_actions),
-                "step_limit": self.settings.step_limit,
-                "seconds_timeout": self.settings.seconds_timeout,
-                "hitl_mode": self.settings.hitl_mode,
-                "include_initial_screenshot": self.settings.include_initial_screenshot,
-                "stall_after": self.settings.stall_after,
-                "max_cost": self.settings.max_cost,
-                "price": list(self.settings.price) if self.settings.price else None,
-                "video": self.video,
-                "video_fps": self.video_fps,
-                "sensitive_names": sorted(self.sensitive_text),
-                "checkpointer": self.storage.described,  # never its password
-                "started": time.time(),
-            }
+        record = run_record_of(
+            self.kind,
+            thread_id,
+            task,
+            replace(self.spec, video=self.video, video_fps=self.video_fps),
+            planner=planner.run_settings(),
+            settings=self.settings,
+            where={"vnc_server": None, **where} if "desktop" in where else where,
+            checkpointer=self.storage.described,  # never its password
         )
-        run_record.write(folder, record)
+        write_run_record(folder, record)
         started = {k: where[k] for k in ("desktop", "vnc_server", "security", "rdp") if k in where}
         folder.event("run_started", thread_id=thread_id, task=task, **started)
         initial: CUAState = {
