@@ -55,7 +55,15 @@ if TYPE_CHECKING:
     from vnc_use.runs.agent import VncUseAgent
     from vnc_use.store.storage import Storage
 
-__all__ = ["Decision", "Executor", "LocalExecutor", "ServedExecutor", "refusal", "served_state"]
+__all__ = [
+    "Decision",
+    "Executor",
+    "LocalExecutor",
+    "ServedExecutor",
+    "flag_of",
+    "refusal",
+    "served_state",
+]
 
 Decision = Literal["approve", "deny"]
 
@@ -117,6 +125,19 @@ class Executor(Protocol):
     def close(self) -> None:
         """Let go of what the executor opened."""
         ...
+
+
+OPTION_FLAGS = {
+    "vnc_user": "--vnc-user",
+    "rdp_user": "--rdp-user",
+    "video": "--video/--no-video",
+}
+"""The command line's spelling of an option whose flag is not its name with dashes."""
+
+
+def flag_of(name: str) -> str:
+    """How the command line spells option ``name`` (``vnc_user``: ``--vnc-user``)."""
+    return OPTION_FLAGS.get(name) or "--" + name.replace("_", "-")
 
 
 def refusal(names: list[str], tail: str) -> str | None:
@@ -345,6 +366,8 @@ SERVED_REFUSES = {
     "fleet": "--fleet",
 }
 """Options that act in this process (or on the fleet): a served run cannot honour them."""
+SERVED_LEG_HONOURS = frozenset({"max_cost"})
+"""What ``approve``/``deny``/``resume --server`` honour besides the thread: resume's cap."""
 
 
 class ServedExecutor:
@@ -367,6 +390,13 @@ class ServedExecutor:
     def refuse(
         self, spec: RunSpec | None, given: Mapping[str, Any], verb: str = "run"
     ) -> str | None:
+        if verb != "run":  # a later leg: the spec the server keeps for the thread applies
+            names = [flag_of(n) for n in given if n not in SERVED_LEG_HONOURS]
+            return refusal(
+                sorted(names),
+                f"cannot go with {verb} --server: a later leg of a served run uses the spec "
+                "the server keeps for it (only resume's --max-cost changes it); drop them",
+            )
         names = [flag for name, flag in SERVED_REFUSES.items() if name in given]
         line = refusal(
             names,
