@@ -301,7 +301,7 @@ class LocalExecutor:
             assert self._agent is not None
             self._agent.request_stop()
             return
-        from vnc_use.runs.agent import run_state
+        from vnc_use.runs.leg import run_state
 
         with self._stored(thread_id) as (storage, snap):
             rules.check("stop", thread_id, run_state(snap))
