@@ -47,7 +47,7 @@ from vnc_use.agent.graph import build_graph
 from vnc_use.agent.outcome import record_outcome, run_outcome
 from vnc_use.agent.state import CUAState, RunResult
 from vnc_use.desktops.address import parse_server
-from vnc_use.desktops.base import Desktop
+from vnc_use.desktops.base import Desktop, recordable
 from vnc_use.desktops.keyboard import KeyboardLimits
 from vnc_use.desktops.region import ScreenRegion
 from vnc_use.desktops.rfb_security import Security
@@ -675,12 +675,9 @@ class RunHost:
 
     def _record_video_of(self, desktop: Desktop) -> None:
         """Feed the leg's video from this VNC connection (again after a reconnect)."""
-        if self._recorder is None:  # not recording (a desktop= run imports no VNC code)
-            return
-        from vnc_use.desktops.vnc import VNCController
-
-        if isinstance(desktop, VNCController):
-            desktop.start_recording(self._recorder)
+        found = recordable(desktop)
+        if self._recorder is not None and found is not None:  # a Recordable desktop
+            found.start_recording(self._recorder)
 
     def _reconnect(self, deadline: float, folder: RunFolder) -> bool:
         """Try to reconnect with backoff until ``deadline``; False when it stays down."""
