@@ -517,13 +517,15 @@ class ServedExecutor:
 
 def served_state(thread: Mapping[str, Any], found: Mapping[str, Any]) -> str:
     """A served thread's state as the run rules read it, from the server's thread (its
-    status: ``interrupted`` waits for a person, ``busy`` runs) and its state (values, next
-    nodes); a thread that failed with a step left is ``interrupted``."""
+    status: ``busy`` runs) and its state (values, next nodes, pending interrupts: a person's
+    approval); a thread stopped or failed with a step left is ``interrupted`` (the server says
+    ``interrupted`` of a cancelled thread too: only a pending interrupt waits for a person)."""
     values = found.get("values") or {}
     status = str(values.get("status") or RunStatus.RUNNING.value)
+    pending = [i for task in found.get("tasks") or [] for i in task.get("interrupts") or []]
     return rules.state_of(
         status,
-        waiting=thread.get("status") == "interrupted",
+        waiting=bool(pending),
         under_way=thread.get("status") == "busy",
         step_left=bool(found.get("next")),
     )
