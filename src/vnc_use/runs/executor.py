@@ -378,13 +378,22 @@ class ServedExecutor:
     kind = "served"
 
     def __init__(
-        self, url: str, *, on_event: Callable[[dict[str, Any]], None] | None = None
+        self,
+        url: str,
+        *,
+        on_event: Callable[[dict[str, Any]], None] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        on_run_created: Callable[[str, str], None] | None = None,
     ) -> None:
         from vnc_use.runs import remote
 
         self.url = url
         self.flags = f"--server {url}"
         self.on_event = on_event or (lambda _event: None)
+        self.metadata = dict(metadata or {})
+        """More metadata for the threads it creates (``eval`` names its run there)."""
+        self.on_run_created = on_run_created
+        """Told ``(thread_id, run_id)`` of each run the server creates for a verb."""
         self.api = remote.client(url)
 
     def refuse(
@@ -414,7 +423,11 @@ class ServedExecutor:
     def _follow(self, tid: str, **run: Any) -> RunResult:
         from vnc_use.runs import remote
 
-        remote.follow(self.api, tid, self.on_event, **run)
+        def created(metadata: dict[str, Any]) -> None:
+            if self.on_run_created is not None:
+                self.on_run_created(tid, str(metadata["run_id"]))
+
+        remote.follow(self.api, tid, self.on_event, on_run_created=created, **run)
         return remote.outcome(self.api, tid)
 
     def start(self, spec: RunSpec, task: str, thread_id: str | None = None) -> RunResult:
@@ -429,6 +442,7 @@ class ServedExecutor:
                 metadata={
                     "task": task,
                     "vnc": where if not spec.desktop.rdp_server else f"rdp://{where}",
+                    **self.metadata,
                 },
             )
             tid = str(thread["thread_id"])
