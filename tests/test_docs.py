@@ -50,6 +50,14 @@ COVERED: list[tuple[str, tuple[str, ...]]] = [
         ("test_a_fleet_of_two_workers_survives_one_killed_and_waits_for_people",),
     ),
     (
+        r"vnc-use (report|show) --fleet \S+ r0",
+        ("test_a_run_goes_on_on_another_host_with_its_whole_history",),
+    ),
+    (
+        r"vnc-use fleet prune --fleet \S+ --older-than \S+",
+        ("test_prune_deletes_a_finished_runs_content_and_keeps_a_waiting_ones",),
+    ),
+    (
         r"vnc-use resume \S+ --fleet \S+ --vnc \S+",
         ("test_a_run_whose_local_desktop_died_ends_error_and_resumes_on_another_desktop",),
     ),

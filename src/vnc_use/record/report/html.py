@@ -6,7 +6,8 @@ and the intent), the screenshot after it, the model's text, the call and its res
 person's decision and the timings. Screenshots are referenced relative to the run folder (the
 page lives in it), or embedded as ``data:`` URIs with ``embed=True``. When the run was
 recorded, a player of its ``video.mp4`` sits above the steps (:mod:`.player`; the video is
-always a file beside the page).
+a file beside the page, or with ``embed_video=True`` inside it too: one file with everything,
+as ``report --fleet --out FILE`` writes it).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import base64
 import json
 import time
+from dataclasses import replace
 from html import escape
 
 from vnc_use.record import timefmt
@@ -150,12 +152,18 @@ def _action_rows(st: StepView) -> list[tuple[str, str]]:
 class _Page:
     """Renders one :class:`RunView`."""
 
-    def __init__(self, view: RunView, embed: bool) -> None:
+    def __init__(self, view: RunView, embed: bool, embed_video: bool = False) -> None:
         self.view = view
         self.embed = embed
         self._data: dict[str, str] = {}
-        # the video stays a file beside the page: an embedded page (sent alone) has no player
-        self.video = [] if embed else read_segments(view.path)
+        # the video stays a file beside the page: an embedded page (sent alone) has no player,
+        # unless its segments go inside it too
+        self.video = [] if embed and not embed_video else read_segments(view.path)
+        if embed_video:
+            self.video = [
+                replace(s, file=_data_uri("video/mp4", (view.path / s.file).read_bytes()))
+                for s in self.video
+            ]
 
     def src(self, sha: str | None) -> str | None:
         path = self.view.screenshot(sha)
@@ -487,6 +495,11 @@ def _svg(m: Marker) -> str:
     )
 
 
-def render_html(view: RunView, *, embed: bool = False) -> str:
-    """The report page of a run (``embed=True`` puts the screenshots inside the page)."""
-    return _Page(view, embed).render()
+def render_html(view: RunView, *, embed: bool = False, embed_video: bool = False) -> str:
+    """The report page of a run (``embed=True`` puts the screenshots inside the page,
+    ``embed_video=True`` the video's segments)."""
+    return _Page(view, embed, embed_video).render()
+
+
+def _data_uri(mime: str, data: bytes) -> str:
+    return f"data:{mime};base64," + base64.b64encode(data).decode()
