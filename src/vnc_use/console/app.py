@@ -1,0 +1,414 @@
+"""The console's ASGI app (Starlette): its pages, its JSON API and its files.
+
+================================  ===========================================================
+``GET /``                         the start form and the runs list (``?status=&offset=``)
+``GET /runs/{id}/``               a run's page; ``fragment`` (JSON: its header and steps now),
+                                  ``screenshots/<sha>.png``, ``video.mp4``, ``websockify``
+                                  (the live desktop, view only)
+``GET /api/runs``                 the runs, newest first (``status``, ``offset``, ``limit``)
+``POST /api/runs``                start a run (JSON, see :mod:`vnc_use.console.start`): 201
+``GET /api/runs/{id}``            one run
+``GET /api/runs/{id}/events``     its events as server-sent events
+``POST /api/runs/{id}/VERB``      ``approve``, ``deny`` (``{"reason": ...}``), ``stop``,
+                                  ``resume``: 202, or 409 when the run's state refuses it
+``GET /api/desktops``             the desktops a run can be started on
+================================  ===========================================================
+
+Errors are JSON, ``{"error": "one line"}``, with 400 (naming the field), 401 (no token: see
+:mod:`vnc_use.console.auth`), 404 or 409. Every answer passes through the redactor of the
+console's own secrets (model keys, desktop passwords) before it leaves.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import (
+    FileResponse,
+    HTMLResponse,
+    JSONResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
+from starlette.routing import Mount, Route, WebSocketRoute
+from starlette.staticfiles import StaticFiles
+from starlette.websockets import WebSocket
+
+from vnc_use.console import pages
+from vnc_use.console.auth import TokenGuard
+from vnc_use.console.events import tail
+from vnc_use.console.index import RunIndex
+from vnc_use.console.legs import Conflict, Legs
+from vnc_use.console.liveview import LiveTarget, relay
+from vnc_use.console.start import BadInput, Defaults, spec_from_body
+from vnc_use.record.folder import Redactor, check_thread_id
+from vnc_use.record.report.html import render_parts
+from vnc_use.record.report.model import load_run
+from vnc_use.record.runs import RunSummary
+from vnc_use.status import FINAL, RunStatus
+
+__all__ = ["Console", "build_app"]
+
+STATIC = Path(__file__).with_name("static")
+_VERBS = ("approve", "deny", "stop", "resume")
+_RESUMABLE = frozenset(
+    {
+        RunStatus.INTERRUPTED.value,
+        RunStatus.ERROR.value,
+        RunStatus.STUCK.value,
+        RunStatus.COST_LIMIT.value,
+        "unfinished",
+    }
+)
+_NO_STORE = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
+
+
+@dataclass
+class Console:
+    """What the app serves: the runs folder, its defaults, the legs it started, its secrets."""
+
+    defaults: Defaults
+    token: str
+    secrets: list[str]
+    novnc_dir: Path | None = None
+    live_target: Callable[[RunSummary], LiveTarget | None] | None = None
+
+    def __post_init__(self) -> None:
+        self.runs_dir = Path(self.defaults.runs_dir)
+        self.index = RunIndex(self.runs_dir)
+        self.legs = Legs(self.runs_dir)
+        self.redact = Redactor([*self.secrets, self.token])
+
+    # -- what a run is now -------------------------------------------------------------------
+    def status(self, summary: RunSummary | None, thread_id: str) -> str:
+        recorded = summary.status if summary is not None else "starting"
+        return self.legs.status(thread_id, recorded)
+
+    def verbs(self, status: str, thread_id: str) -> list[str]:
+        """The verbs the page offers for a run in ``status``."""
+        if status == RunStatus.AWAITING_APPROVAL and not self.legs.running(thread_id):
+            return ["approve", "deny"]
+        if self.legs.running(thread_id):
+            return ["stop"]
+        if status in _RESUMABLE:
+            return ["resume"]
+        return []
+
+    def summary(self, thread_id: str) -> RunSummary | None:
+        try:
+            check_thread_id(thread_id)
+        except ValueError:
+            return None
+        return self.index.get(thread_id)
+
+    def known(self, thread_id: str) -> bool:
+        return self.legs.leg(thread_id) is not None or self.summary(thread_id) is not None
+
+    def run_json(self, thread_id: str) -> dict[str, Any]:
+        s = self.summary(thread_id)
+        status = self.status(s, thread_id)
+        out: dict[str, Any] = {
+            "thread_id": thread_id,
+            "status": status,
+            "url": f"/runs/{thread_id}/",
+            "verbs": self.verbs(status, thread_id),
+            "error": self.legs.leg_error(thread_id),
+        }
+        if s is not None:
+            out.update(_summary_json(s))
+            out["status"] = status
+        return dict(self.redact(out))
+
+
+def _summary_json(s: RunSummary) -> dict[str, Any]:
+    return {
+        "thread_id": s.thread_id,
+        "task": s.task,
+        "status": s.status,
+        "provider": s.provider,
+        "model": s.model,
+        "desktop": s.desktop,
+        "steps": s.steps,
+        "cost_usd": s.cost_usd,
+        "started": s.started,
+        "last_event": s.last_event,
+        "duration_s": s.duration_s,
+        "final_text": s.final_text,
+        "error": s.error,
+    }
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status, headers=_NO_STORE)
+
+
+def _int_param(request: Request, name: str, default: int, top: int) -> int:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise BadInput(name, f"must be a whole number, got {raw!r}") from None
+    if value < 0 or value > top:
+        raise BadInput(name, f"must be from 0 to {top}, got {value}")
+    return value
+
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def _json_errors(handler: Handler) -> Handler:
+    async def wrapped(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except BadInput as exc:
+            return _error(400, str(exc))
+        except Conflict as exc:
+            return _error(409, str(exc))
+
+    return wrapped
+
+
+def build_app(console: Console) -> Any:
+    """The console's ASGI app, behind its token guard."""
+    c = console
+
+    def redacted_html(text: str) -> HTMLResponse:
+        return HTMLResponse(c.redact.text(text), headers=_NO_STORE)
+
+    def list_page(request: Request) -> tuple[Any, str | None]:
+        status = request.query_params.get("status") or None
+        offset = _int_param(request, "offset", 0, 10**9)
+        limit = _int_param(request, "limit", 50, 500)
+        return c.index.page(status=status, offset=offset, limit=limit), status
+
+    def statuses(page: Any) -> dict[str, str]:
+        return {s.thread_id: c.status(s, s.thread_id) for s in page.runs}
+
+    @_json_errors
+    async def index(request: Request) -> Response:
+        page, status = list_page(request)
+        table = pages.runs_table(page, statuses(page), status)
+        return redacted_html(pages.runs_page(c.defaults, table))
+
+    @_json_errors
+    async def runs_fragment(request: Request) -> Response:
+        page, status = list_page(request)
+        return redacted_html(pages.runs_table(page, statuses(page), status))
+
+    async def run_redirect(request: Request) -> Response:
+        return RedirectResponse(f"/runs/{request.path_params['thread_id']}/", status_code=307)
+
+    def run_parts(thread_id: str) -> dict[str, Any]:
+        s = c.summary(thread_id)
+        status = c.status(s, thread_id)
+        ended = status in FINAL or (
+            s is not None
+            and status not in ("running", "starting")
+            and not c.legs.running(thread_id)
+            and status != "unfinished"
+        )
+        if s is not None:
+            view = load_run(c.runs_dir / thread_id, c.redact)
+            header, main = render_parts(view, video=ended)
+        else:
+            header = (
+                f"<header><h1>vnc-use run <code>{thread_id}</code></h1><p>starting</p></header>"
+            )
+            main = '<div class="note">No steps yet.</div>'
+        live = c.legs.running(thread_id) and c.live_target is not None and s is not None
+        return {
+            "status": status,
+            "header": c.redact.text(header),
+            "main": c.redact.text(main),
+            "verbs": c.verbs(status, thread_id),
+            "live": bool(live),
+            "ended": bool(ended),
+        }
+
+    async def run_page(request: Request) -> Response:
+        thread_id = request.path_params["thread_id"]
+        if not c.known(thread_id):
+            return HTMLResponse("no such run", status_code=404, headers=_NO_STORE)
+        parts = run_parts(thread_id)
+        return redacted_html(
+            pages.run_page(
+                thread_id,
+                parts["status"],
+                parts["header"],
+                parts["main"],
+                parts["verbs"],
+                live=parts["live"],
+                ended=parts["ended"],
+            )
+        )
+
+    async def run_fragment(request: Request) -> Response:
+        thread_id = request.path_params["thread_id"]
+        if not c.known(thread_id):
+            return _error(404, f"no run {thread_id!r} here")
+        return JSONResponse(run_parts(thread_id), headers=_NO_STORE)
+
+    async def screenshot(request: Request) -> Response:
+        thread_id, sha = request.path_params["thread_id"], request.path_params["sha"]
+        if c.summary(thread_id) is None or not _is_sha(sha):
+            return _error(404, "no such screenshot")
+        path = c.runs_dir / thread_id / "screenshots" / f"{sha}.png"
+        if not path.is_file():
+            return _error(404, "no such screenshot")
+        return FileResponse(path, media_type="image/png")
+
+    async def video(request: Request) -> Response:
+        thread_id, name = request.path_params["thread_id"], request.path_params["name"]
+        if c.summary(thread_id) is None or not _is_video_name(name):
+            return _error(404, "no such video")
+        path = c.runs_dir / thread_id / f"{name}.mp4"
+        if not path.is_file():
+            return _error(404, "no such video")
+        return FileResponse(path, media_type="video/mp4")
+
+    # -- the API -----------------------------------------------------------------------------
+    @_json_errors
+    async def api_runs(request: Request) -> Response:
+        page, status = list_page(request)
+        body = {
+            "runs": [{**_summary_json(s), "status": c.status(s, s.thread_id)} for s in page.runs],
+            "total": page.total,
+            "offset": page.offset,
+            "limit": page.limit,
+            "counts": page.counts,
+        }
+        return JSONResponse(c.redact(body), headers=_NO_STORE)
+
+    @_json_errors
+    async def api_start(request: Request) -> Response:
+        try:
+            body = await request.json()
+        except (ValueError, UnicodeDecodeError):
+            raise BadInput("body", "not JSON: send a JSON object with at least a task") from None
+        spec, task = spec_from_body(body, c.defaults)
+        thread_id = uuid.uuid4().hex[:12]
+        c.legs.start(spec.to_json(), task, thread_id)
+        answer = {"thread_id": thread_id, "url": f"/runs/{thread_id}/", "status": "starting"}
+        return JSONResponse(answer, status_code=201, headers=_NO_STORE)
+
+    async def api_run(request: Request) -> Response:
+        thread_id = request.path_params["thread_id"]
+        if not c.known(thread_id):
+            return _error(404, f"no run {thread_id!r} here")
+        return JSONResponse(c.run_json(thread_id), headers=_NO_STORE)
+
+    async def api_events(request: Request) -> Response:
+        thread_id = request.path_params["thread_id"]
+        if not c.known(thread_id):
+            return _error(404, f"no run {thread_id!r} here")
+        last = request.headers.get("last-event-id") or request.query_params.get("after") or "0"
+        after = int(last) if last.isdigit() else 0
+        sent_at = time.time()
+
+        def failed() -> dict[str, Any] | None:
+            error = c.legs.leg_error(thread_id)
+            leg = c.legs.leg(thread_id)
+            if error and leg is not None and leg.started >= sent_at - 3600:
+                return {"event": "console", "status": "error", "message": error}
+            return None
+
+        stream = tail(c.runs_dir / thread_id, c.redact, after=after, extra=failed)
+        return StreamingResponse(
+            stream,
+            media_type="text/event-stream",
+            headers={**_NO_STORE, "X-Accel-Buffering": "no"},
+        )
+
+    @_json_errors
+    async def api_verb(request: Request) -> Response:
+        thread_id, verb = request.path_params["thread_id"], request.path_params["verb"]
+        if verb not in _VERBS:
+            return _error(404, f"no verb {verb!r}: use one of {', '.join(_VERBS)}")
+        s = c.summary(thread_id)
+        if s is None and c.legs.leg(thread_id) is None:
+            return _error(404, f"no run {thread_id!r} here")
+        reason = None
+        if verb == "deny":
+            raw = await request.body()
+            if raw.strip():
+                try:
+                    body = json.loads(raw)
+                except ValueError:
+                    raise BadInput("body", 'not JSON: send {} or {"reason": "..."}') from None
+                reason = body.get("reason") if isinstance(body, dict) else None
+                if reason is not None and not isinstance(reason, str):
+                    raise BadInput("reason", "must be text")
+        recorded = s.status if s is not None else "starting"
+        if verb in ("approve", "deny"):
+            c.legs.answer(thread_id, verb, recorded, reason)
+            message = f"{verb}d: the run goes on" if verb == "approve" else "denied"
+        elif verb == "stop":
+            c.legs.stop(thread_id)
+            message = "stopping at the next step boundary"
+        else:
+            c.legs.resume(thread_id, recorded)
+            message = "resuming"
+        return JSONResponse(
+            {"thread_id": thread_id, "verb": verb, "message": message},
+            status_code=202,
+            headers=_NO_STORE,
+        )
+
+    async def api_desktops(request: Request) -> Response:
+        return JSONResponse(
+            {"desktops": [d.to_json() for d in c.defaults.desktops]}, headers=_NO_STORE
+        )
+
+    async def websockify(websocket: WebSocket) -> None:
+        thread_id = websocket.path_params["thread_id"]
+        s = c.summary(thread_id)
+        target = c.live_target(s) if (s is not None and c.live_target is not None) else None
+        if target is None:
+            await websocket.close(code=4404)
+            return
+        await relay(websocket, target)
+
+    routes: list[Any] = [
+        Route("/", index),
+        Route("/fragments/runs", runs_fragment),
+        Route("/runs/{thread_id}", run_redirect),
+        Route("/runs/{thread_id}/", run_page),
+        Route("/runs/{thread_id}/fragment", run_fragment),
+        Route("/runs/{thread_id}/screenshots/{sha}.png", screenshot),
+        Route("/runs/{thread_id}/{name}.mp4", video),
+        WebSocketRoute("/runs/{thread_id}/websockify", websockify),
+        Route("/api/runs", api_runs, methods=["GET"]),
+        Route("/api/runs", api_start, methods=["POST"]),
+        Route("/api/runs/{thread_id}", api_run, methods=["GET"]),
+        Route("/api/runs/{thread_id}/events", api_events, methods=["GET"]),
+        Route("/api/runs/{thread_id}/{verb}", api_verb, methods=["POST"]),
+        Route("/api/desktops", api_desktops, methods=["GET"]),
+        Mount("/static", app=StaticFiles(directory=STATIC)),
+    ]
+    if c.novnc_dir is not None:
+        for root in ("core", "vendor"):
+            routes.append(Mount(f"/novnc/{root}", app=StaticFiles(directory=c.novnc_dir / root)))
+    app = Starlette(routes=routes)
+    return TokenGuard(app, c.token)
+
+
+def _is_sha(text: str) -> bool:
+    return len(text) == 64 and all(ch in "0123456789abcdef" for ch in text)
+
+
+def _is_video_name(name: str) -> bool:
+    if name == "video":
+        return True
+    head, _, number = name.partition("-")
+    return head == "video" and number.isdigit()

@@ -1,0 +1,22 @@
+// The live desktop of a run: noVNC (Debian's package) over the console's own WebSocket, view
+// only. The console logs in to the VNC server itself: this page never sees a password.
+import RFB from "/novnc/core/rfb.js";
+
+const box = document.getElementById("screen");
+const state = document.getElementById("live-state");
+let rfb = null;
+
+function connect() {
+  if (rfb || document.getElementById("live").hidden) { return; }
+  const scheme = location.protocol === "https:" ? "wss://" : "ws://";
+  const url = scheme + location.host + location.pathname.replace(/[^/]*$/, "") + "websockify";
+  rfb = new RFB(box, url, { shared: true });
+  rfb.viewOnly = true;
+  rfb.scaleViewport = true;
+  rfb.addEventListener("connect", () => { state.textContent = "connected (view only)"; box.dataset.state = "connected"; });
+  rfb.addEventListener("disconnect", () => { state.textContent = "disconnected"; box.dataset.state = "disconnected"; rfb = null; });
+  window.vncUseRfb = rfb;
+}
+
+connect();
+setInterval(connect, 2000);
