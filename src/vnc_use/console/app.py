@@ -22,7 +22,6 @@ console's own secrets (model keys, desktop passwords) before it leaves.
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -90,8 +89,10 @@ class Console:
 
     # -- what a run is now -------------------------------------------------------------------
     def status(self, summary: RunSummary | None, thread_id: str) -> str:
-        recorded = summary.status if summary is not None else "starting"
-        return self.legs.status(thread_id, recorded)
+        if summary is None:
+            leg = self.legs.leg(thread_id)
+            return "error" if leg is not None and not leg.alive else "starting"
+        return self.legs.status(thread_id, summary.status)
 
     def verbs(self, status: str, thread_id: str) -> list[str]:
         """The verbs the page offers for a run in ``status``."""
@@ -145,6 +146,30 @@ def _summary_json(s: RunSummary) -> dict[str, Any]:
         "final_text": s.final_text,
         "error": s.error,
     }
+
+
+class _LegWatch:
+    """Tells an event stream when the run's leg in this console started or ended (the page's
+    controls change then, though the run folder may not)."""
+
+    def __init__(self, console: Console, thread_id: str) -> None:
+        self.console = console
+        self.thread_id = thread_id
+        self.leg = console.legs.leg(thread_id)
+        self.running = console.legs.running(thread_id)
+
+    def __call__(self) -> dict[str, Any] | None:
+        legs = self.console.legs
+        leg, running = legs.leg(self.thread_id), legs.running(self.thread_id)
+        if leg is self.leg and running == self.running:
+            return None
+        self.leg, self.running = leg, running
+        message: dict[str, Any] = {"event": "console", "leg": leg.verb if leg else None}
+        message["running"] = running
+        error = legs.leg_error(self.thread_id)
+        if error:
+            message["message"] = error
+        return message
 
 
 def _error(status: int, message: str) -> JSONResponse:
@@ -314,16 +339,7 @@ def build_app(console: Console) -> Any:
             return _error(404, f"no run {thread_id!r} here")
         last = request.headers.get("last-event-id") or request.query_params.get("after") or "0"
         after = int(last) if last.isdigit() else 0
-        sent_at = time.time()
-
-        def failed() -> dict[str, Any] | None:
-            error = c.legs.leg_error(thread_id)
-            leg = c.legs.leg(thread_id)
-            if error and leg is not None and leg.started >= sent_at - 3600:
-                return {"event": "console", "status": "error", "message": error}
-            return None
-
-        stream = tail(c.runs_dir / thread_id, c.redact, after=after, extra=failed)
+        stream = tail(c.runs_dir / thread_id, c.redact, after=after, extra=_LegWatch(c, thread_id))
         return StreamingResponse(
             stream,
             media_type="text/event-stream",

@@ -42,14 +42,14 @@ async def tail(
     keepalive: float = 15.0,
 ) -> AsyncIterator[bytes]:
     """The run's events from line ``after`` on, then each new one, for as long as the client
-    listens. ``extra`` is asked on every poll for a message of the console's own (a leg that
-    failed before it recorded anything), sent once as a ``console`` event."""
+    listens. ``extra`` is asked on every poll for a message of the console's own (a leg
+    started or ended, one that failed before it recorded anything), sent as a ``console``
+    event."""
     path = run_dir / "events.jsonl"
     offset = 0
     line_no = 0
     pending = b""
     idle = 0.0
-    sent_extra = False
     while True:
         chunk = b""
         try:
@@ -75,11 +75,10 @@ async def tail(
                 if isinstance(record, dict):
                     idle = 0.0
                     yield sse(str(record.get("event", "message")), redact(record), line_no)
-        if extra is not None and not sent_extra:
-            message = extra()
-            if message is not None:
-                sent_extra = True
-                yield sse("console", redact(message))
+        message = extra() if extra is not None else None
+        if message is not None:
+            idle = 0.0
+            yield sse("console", redact(message))
         await asyncio.sleep(poll)
         idle += poll
         if idle >= keepalive:

@@ -50,7 +50,9 @@ if (page === "run") {
   const head = document.getElementById("run-head");
   const steps = document.getElementById("steps");
   const live = document.getElementById("live");
-  window.vncUseSeen = {};   // event id -> when the page showed it (ms since the epoch)
+  // event id -> when the page showed it (ms since the epoch); kept over the page's reloads
+  const seenKey = "vnc-use-seen-" + id;
+  window.vncUseSeen = JSON.parse(sessionStorage.getItem(seenKey) || "{}");
   let lastId = 0, timer = null, busy = false, again = false;
 
   function controls(verbs) {
@@ -75,15 +77,17 @@ if (page === "run") {
         document.body.dataset.status = data.status;
         document.body.dataset.ended = data.ended ? "1" : "0";
         controls(data.verbs);
-        if (data.ended && !wasEnded) {
-          location.reload();   // the ended run's page: with its video and seek buttons
-          return;
-        }
         steps.innerHTML = data.main;
         live.hidden = !data.live;
+        if (data.live) { window.dispatchEvent(new Event("vnc-use-live")); }
         const now = Date.now();
         for (let i = 1; i <= upTo; i++) {
           if (!(i in window.vncUseSeen)) { window.vncUseSeen[i] = now; }
+        }
+        sessionStorage.setItem(seenKey, JSON.stringify(window.vncUseSeen));
+        if (data.ended && !wasEnded) {
+          location.reload();   // the ended run's page: with its video and seek buttons
+          return;
         }
       }
     } finally {
@@ -96,7 +100,7 @@ if (page === "run") {
     if (e.lastEventId) { lastId = Math.max(lastId, Number(e.lastEventId)); }
     if (e.type === "console") {
       const data = JSON.parse(e.data);
-      say(data.message || "", true);
+      if (data.message) { say(data.message, true); }
     }
     if (!timer) { timer = setTimeout(refresh, 30); }
   }

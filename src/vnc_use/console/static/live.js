@@ -13,10 +13,15 @@ function connect() {
   rfb = new RFB(box, url, { shared: true });
   rfb.viewOnly = true;
   rfb.scaleViewport = true;
-  rfb.addEventListener("connect", () => { state.textContent = "connected (view only)"; box.dataset.state = "connected"; });
+  rfb.addEventListener("connect", () => {
+    state.textContent = "connected (view only)";
+    box.dataset.state = "connected";
+    sessionStorage.setItem("vnc-use-live-" + document.body.dataset.thread, "connected");
+  });
   rfb.addEventListener("disconnect", () => { state.textContent = "disconnected"; box.dataset.state = "disconnected"; rfb = null; });
   window.vncUseRfb = rfb;
 }
 
 connect();
+window.addEventListener("vnc-use-live", connect);
 setInterval(connect, 2000);
