@@ -123,9 +123,7 @@ def _node(page: Page, name: str, role: str | None = None) -> dict[str, Any]:
     if role:
         params["role"] = role
     nodes = [
-        n
-        for n in page.send("Accessibility.queryAXTree", **params)["nodes"]
-        if not n.get("ignored")
+        n for n in page.send("Accessibility.queryAXTree", **params)["nodes"] if not n.get("ignored")
     ]
     assert nodes, f"no control named {name!r} on the page"
     return nodes[0]
@@ -135,7 +133,9 @@ def _call(page: Page, name: str, function: str, role: str | None = None) -> Any:
     node = _node(page, name, role)
     obj = page.send("DOM.resolveNode", backendNodeId=node["backendDOMNodeId"])["object"]
     reply = page.send(
-        "Runtime.callFunctionOn", objectId=obj["objectId"], functionDeclaration=function,
+        "Runtime.callFunctionOn",
+        objectId=obj["objectId"],
+        functionDeclaration=function,
         returnByValue=True,
     )
     return reply["result"].get("value")
@@ -152,12 +152,18 @@ def fill(page: Page, name: str, value: str) -> None:
 
 
 def status_of(page: Page) -> str:
-    return str(page.evaluate("(document.body && document.body.dataset.status) || ''"))
+    try:
+        return str(page.evaluate("(document.body && document.body.dataset.status) || ''"))
+    except AssertionError as exc:  # the page reloads (a run that ended): ask again
+        if "navigated" in str(exc) or "context" in str(exc).lower():
+            return ""
+        raise
 
 
 def wait_status(page: Page, *statuses: str, timeout: float = 60) -> str:
-    return str(wait(f"status {statuses}", lambda: status_of(page) in statuses and status_of(page),
-                    timeout))
+    return str(
+        wait(f"status {statuses}", lambda: status_of(page) in statuses and status_of(page), timeout)
+    )
 
 
 def start_from_form(console: ConsoleUnderTest, page: Page, task: str, **fields: str) -> str:
@@ -171,8 +177,12 @@ def start_from_form(console: ConsoleUnderTest, page: Page, task: str, **fields: 
     assert desktop == console.probe.desktop.server
     _node(page, "Provider", "textbox")
     press(page, "Start")
-    path = wait("the run's page", lambda: "/runs/" in page.evaluate("location.pathname")
-                and page.evaluate("location.pathname"))
+    path = wait(
+        "the run's page",
+        lambda: (
+            "/runs/" in page.evaluate("location.pathname") and page.evaluate("location.pathname")
+        ),
+    )
     console.seen_urls.update(page.requested_urls())
     return str(path).split("/")[2]
 
@@ -194,10 +204,12 @@ def test_a_run_started_from_the_form_shows_each_step_within_a_second(
     probe.log.clear()
     a, b = probe.canvas_point(), (probe.size[0] // 4, probe.size[1] // 2)
     console.api.script(
-        dataclasses.replace(Reply.calls(FunctionCallSpec("click_at", **grid(probe, *a))),
-                            latency=0.8),
-        dataclasses.replace(Reply.calls(FunctionCallSpec("click_at", **grid(probe, *b))),
-                            latency=0.8),
+        dataclasses.replace(
+            Reply.calls(FunctionCallSpec("click_at", **grid(probe, *a))), latency=0.8
+        ),
+        dataclasses.replace(
+            Reply.calls(FunctionCallSpec("click_at", **grid(probe, *b))), latency=0.8
+        ),
         dataclasses.replace(Reply.text("Clicked twice."), latency=0.8),
     )
     page = console.browser.new_page()
@@ -259,9 +271,13 @@ def test_approve_in_the_page_lands_the_click_once_and_a_late_second_tab_is_told(
     late.evaluate("window.vncUseEvents.close()")  # this tab hears nothing more: it is late
     press(page, "Approve")
     press(late, "Approve")
-    told = wait("the late tab's answer", lambda: late.evaluate(
-        "document.getElementById('message').textContent").startswith("run ") and late.evaluate(
-        "document.getElementById('message').textContent"))
+    told = wait(
+        "the late tab's answer",
+        lambda: (
+            late.evaluate("document.getElementById('message').textContent").startswith("run ")
+            and late.evaluate("document.getElementById('message').textContent")
+        ),
+    )
     assert "already answered" in told, told
     wait_status(page, "done")
     clicks = presses(console.probe)
@@ -297,8 +313,9 @@ def test_an_approval_from_the_cli_in_another_process_shows_in_the_open_page(
     thread_id, target = _pending_run(console, page)
     proc = run_cli(
         ["approve", thread_id, "--runs-dir", str(console.runs)],
-        env={k: console.env[k] for k in ("GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL",
-                                          "VNC_PASSWORD")},
+        env={
+            k: console.env[k] for k in ("GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "VNC_PASSWORD")
+        },
         timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
@@ -313,8 +330,9 @@ def test_stop_ends_the_run_interrupted_and_resume_finishes_it(console: ConsoleUn
     points = [(probe.size[0] * (i + 2) // 10, probe.size[1] // 2) for i in range(6)]
     console.api.script(
         *[
-            dataclasses.replace(Reply.calls(FunctionCallSpec("click_at", **grid(probe, *p))),
-                                latency=0.7)
+            dataclasses.replace(
+                Reply.calls(FunctionCallSpec("click_at", **grid(probe, *p))), latency=0.7
+            )
             for p in points
         ],
         Reply.text("Six clicks."),
@@ -322,8 +340,14 @@ def test_stop_ends_the_run_interrupted_and_resume_finishes_it(console: ConsoleUn
     page = console.browser.new_page()
     page.open(f"{console.base}/?token={TOKEN}")
     thread_id = start_from_form(console, page, "Click six times")
-    wait("a first step", lambda: any(e["event"] == "action" for e in events(console, thread_id))
-         if (console.runs / thread_id / "events.jsonl").exists() else False)
+    wait(
+        "a first step",
+        lambda: (
+            any(e["event"] == "action" for e in events(console, thread_id))
+            if (console.runs / thread_id / "events.jsonl").exists()
+            else False
+        ),
+    )
     press(page, "Stop")
     wait_status(page, "interrupted")
     done_before = len(presses(probe))
@@ -339,17 +363,29 @@ def test_nothing_is_served_without_the_token(console: ConsoleUnderTest) -> None:
     some = runs[0] if runs else "nothing"
     shot = next((console.runs / some / "screenshots").glob("*.png"), None)
     paths = [
-        "/", "/fragments/runs", f"/runs/{some}/", f"/runs/{some}/fragment",
-        f"/runs/{some}/video.mp4", "/static/console.js", "/static/live.js",
-        "/novnc/core/rfb.js", "/api/runs", f"/api/runs/{some}", f"/api/runs/{some}/events",
-        "/api/desktops", "/no/such/page",
+        "/",
+        "/fragments/runs",
+        f"/runs/{some}/",
+        f"/runs/{some}/fragment",
+        f"/runs/{some}/video.mp4",
+        "/static/console.js",
+        "/static/live.js",
+        "/novnc/core/rfb.js",
+        "/api/runs",
+        f"/api/runs/{some}",
+        f"/api/runs/{some}/events",
+        "/api/desktops",
+        "/no/such/page",
     ]
     if shot is not None:
         paths.append(f"/runs/{some}/screenshots/{shot.name}")
     with httpx.Client(base_url=console.base, timeout=10) as http:
         for path in paths:
-            for headers in ({}, {"Authorization": "Bearer wrong"},
-                            {"Cookie": "vnc_use_console=wrong"}):
+            for headers in (
+                {},
+                {"Authorization": "Bearer wrong"},
+                {"Cookie": "vnc_use_console=wrong"},
+            ):
                 answer = http.get(path, headers=headers)
                 assert answer.status_code == 401, (path, headers, answer.status_code)
                 assert TOKEN not in answer.text
@@ -357,9 +393,11 @@ def test_nothing_is_served_without_the_token(console: ConsoleUnderTest) -> None:
             assert http.post(f"/api/runs/{some}/{verb}").status_code == 401
         assert http.post("/api/runs", json={"task": "x"}).status_code == 401
         # a cross-site form cannot use the cookie
-        cross = http.post("/api/runs", json={"task": "x"},
-                          headers={"Cookie": f"vnc_use_console={TOKEN}",
-                                   "Origin": "http://elsewhere.example"})
+        cross = http.post(
+            "/api/runs",
+            json={"task": "x"},
+            headers={"Cookie": f"vnc_use_console={TOKEN}", "Origin": "http://elsewhere.example"},
+        )
         assert cross.status_code == 403
     ws_url = console.base.replace("http://", "ws://") + f"/runs/{some}/websockify"
     with pytest.raises(InvalidStatus) as refused:
@@ -400,8 +438,11 @@ def test_nothing_the_console_serves_holds_a_key_or_a_password(console: ConsoleUn
         listed = http.get("/api/runs", params={"limit": 500}).json()["runs"]
         for run in listed:
             tid = run["thread_id"]
-            urls |= {f"{console.base}/api/runs/{tid}", f"{console.base}/runs/{tid}/",
-                     f"{console.base}/runs/{tid}/fragment"}
+            urls |= {
+                f"{console.base}/api/runs/{tid}",
+                f"{console.base}/runs/{tid}/",
+                f"{console.base}/runs/{tid}/fragment",
+            }
         urls |= {f"{console.base}/api/runs", f"{console.base}/api/desktops", f"{console.base}/"}
         scanned = 0
         for url in sorted(urls):

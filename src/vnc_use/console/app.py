@@ -53,7 +53,7 @@ from vnc_use.record.folder import Redactor, check_thread_id
 from vnc_use.record.report.html import render_parts
 from vnc_use.record.report.model import load_run
 from vnc_use.record.runs import RunSummary
-from vnc_use.status import FINAL, RunStatus
+from vnc_use.status import RunStatus
 
 __all__ = ["Console", "build_app"]
 
@@ -68,6 +68,8 @@ _RESUMABLE = frozenset(
         "unfinished",
     }
 )
+_GOING = frozenset({"running", "starting", "unfinished", RunStatus.AWAITING_APPROVAL.value})
+"""Statuses of a run that has not ended (the page shows no video yet)."""
 _NO_STORE = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
 
 
@@ -189,13 +191,13 @@ def _int_param(request: Request, name: str, default: int, top: int) -> int:
     return value
 
 
-Handler = Callable[[Request], Awaitable[Response]]
+Handler = Callable[[Any, Request], Awaitable[Response]]
 
 
 def _json_errors(handler: Handler) -> Handler:
-    async def wrapped(request: Request) -> Response:
+    async def wrapped(self: Any, request: Request) -> Response:
         try:
-            return await handler(request)
+            return await handler(self, request)
         except BadInput as exc:
             return _error(400, str(exc))
         except Conflict as exc:
@@ -204,69 +206,66 @@ def _json_errors(handler: Handler) -> Handler:
     return wrapped
 
 
-def build_app(console: Console) -> Any:
-    """The console's ASGI app, behind its token guard."""
-    c = console
+class _Routes:
+    """The console's pages and API, as methods over one :class:`Console`."""
 
-    def redacted_html(text: str) -> HTMLResponse:
-        return HTMLResponse(c.redact.text(text), headers=_NO_STORE)
+    def __init__(self, console: Console) -> None:
+        self.c = console
 
-    def list_page(request: Request) -> tuple[Any, str | None]:
+    def redacted_html(self, text: str) -> HTMLResponse:
+        return HTMLResponse(self.c.redact.text(text), headers=_NO_STORE)
+
+    def list_page(self, request: Request) -> tuple[Any, str | None]:
         status = request.query_params.get("status") or None
         offset = _int_param(request, "offset", 0, 10**9)
         limit = _int_param(request, "limit", 50, 500)
-        return c.index.page(status=status, offset=offset, limit=limit), status
+        return self.c.index.page(status=status, offset=offset, limit=limit), status
 
-    def statuses(page: Any) -> dict[str, str]:
-        return {s.thread_id: c.status(s, s.thread_id) for s in page.runs}
-
-    @_json_errors
-    async def index(request: Request) -> Response:
-        page, status = list_page(request)
-        table = pages.runs_table(page, statuses(page), status)
-        return redacted_html(pages.runs_page(c.defaults, table))
+    def statuses(self, page: Any) -> dict[str, str]:
+        return {s.thread_id: self.c.status(s, s.thread_id) for s in page.runs}
 
     @_json_errors
-    async def runs_fragment(request: Request) -> Response:
-        page, status = list_page(request)
-        return redacted_html(pages.runs_table(page, statuses(page), status))
+    async def index(self, request: Request) -> Response:
+        page, status = self.list_page(request)
+        table = pages.runs_table(page, self.statuses(page), status)
+        return self.redacted_html(pages.runs_page(self.c.defaults, table))
 
-    async def run_redirect(request: Request) -> Response:
+    @_json_errors
+    async def runs_fragment(self, request: Request) -> Response:
+        page, status = self.list_page(request)
+        return self.redacted_html(pages.runs_table(page, self.statuses(page), status))
+
+    async def run_redirect(self, request: Request) -> Response:
         return RedirectResponse(f"/runs/{request.path_params['thread_id']}/", status_code=307)
 
-    def run_parts(thread_id: str) -> dict[str, Any]:
-        s = c.summary(thread_id)
-        status = c.status(s, thread_id)
-        ended = status in FINAL or (
-            s is not None
-            and status not in ("running", "starting")
-            and not c.legs.running(thread_id)
-            and status != "unfinished"
-        )
+    def run_parts(self, thread_id: str) -> dict[str, Any]:
+        s = self.c.summary(thread_id)
+        status = self.c.status(s, thread_id)
+        ended = s is not None and not self.c.legs.running(thread_id) and status not in _GOING
         if s is not None:
-            view = load_run(c.runs_dir / thread_id, c.redact)
+            view = load_run(self.c.runs_dir / thread_id, self.c.redact)
             header, main = render_parts(view, video=ended)
         else:
             header = (
                 f"<header><h1>vnc-use run <code>{thread_id}</code></h1><p>starting</p></header>"
             )
             main = '<div class="note">No steps yet.</div>'
-        live = c.legs.running(thread_id) and c.live_target is not None and s is not None
+        live = self.c.legs.running(thread_id) and self.c.live_target is not None and s is not None
         return {
             "status": status,
-            "header": c.redact.text(header),
-            "main": c.redact.text(main),
-            "verbs": c.verbs(status, thread_id),
+            "header": self.c.redact.text(header),
+            "main": self.c.redact.text(main),
+            "verbs": self.c.verbs(status, thread_id),
             "live": bool(live),
             "ended": bool(ended),
         }
 
-    async def run_page(request: Request) -> Response:
+    async def run_page(self, request: Request) -> Response:
         thread_id = request.path_params["thread_id"]
-        if not c.known(thread_id):
+        if not self.c.known(thread_id):
             return HTMLResponse("no such run", status_code=404, headers=_NO_STORE)
-        parts = run_parts(thread_id)
-        return redacted_html(
+        parts = self.run_parts(thread_id)
+        return self.redacted_html(
             pages.run_page(
                 thread_id,
                 parts["status"],
@@ -278,68 +277,75 @@ def build_app(console: Console) -> Any:
             )
         )
 
-    async def run_fragment(request: Request) -> Response:
+    async def run_fragment(self, request: Request) -> Response:
         thread_id = request.path_params["thread_id"]
-        if not c.known(thread_id):
+        if not self.c.known(thread_id):
             return _error(404, f"no run {thread_id!r} here")
-        return JSONResponse(run_parts(thread_id), headers=_NO_STORE)
+        return JSONResponse(self.run_parts(thread_id), headers=_NO_STORE)
 
-    async def screenshot(request: Request) -> Response:
+    async def screenshot(self, request: Request) -> Response:
         thread_id, sha = request.path_params["thread_id"], request.path_params["sha"]
-        if c.summary(thread_id) is None or not _is_sha(sha):
+        if self.c.summary(thread_id) is None or not _is_sha(sha):
             return _error(404, "no such screenshot")
-        path = c.runs_dir / thread_id / "screenshots" / f"{sha}.png"
+        path = self.c.runs_dir / thread_id / "screenshots" / f"{sha}.png"
         if not path.is_file():
             return _error(404, "no such screenshot")
         return FileResponse(path, media_type="image/png")
 
-    async def video(request: Request) -> Response:
+    async def video(self, request: Request) -> Response:
         thread_id, name = request.path_params["thread_id"], request.path_params["name"]
-        if c.summary(thread_id) is None or not _is_video_name(name):
+        if self.c.summary(thread_id) is None or not _is_video_name(name):
             return _error(404, "no such video")
-        path = c.runs_dir / thread_id / f"{name}.mp4"
+        path = self.c.runs_dir / thread_id / f"{name}.mp4"
         if not path.is_file():
             return _error(404, "no such video")
         return FileResponse(path, media_type="video/mp4")
 
     # -- the API -----------------------------------------------------------------------------
     @_json_errors
-    async def api_runs(request: Request) -> Response:
-        page, status = list_page(request)
+    async def api_runs(self, request: Request) -> Response:
+        page, _ = self.list_page(request)
         body = {
-            "runs": [{**_summary_json(s), "status": c.status(s, s.thread_id)} for s in page.runs],
+            "runs": [
+                {**_summary_json(s), "status": self.c.status(s, s.thread_id)} for s in page.runs
+            ],
             "total": page.total,
             "offset": page.offset,
             "limit": page.limit,
             "counts": page.counts,
         }
-        return JSONResponse(c.redact(body), headers=_NO_STORE)
+        return JSONResponse(self.c.redact(body), headers=_NO_STORE)
 
     @_json_errors
-    async def api_start(request: Request) -> Response:
+    async def api_start(self, request: Request) -> Response:
         try:
             body = await request.json()
         except (ValueError, UnicodeDecodeError):
             raise BadInput("body", "not JSON: send a JSON object with at least a task") from None
-        spec, task = spec_from_body(body, c.defaults)
+        spec, task = spec_from_body(body, self.c.defaults)
         thread_id = uuid.uuid4().hex[:12]
-        c.legs.start(spec.to_json(), task, thread_id)
+        self.c.legs.start(spec.to_json(), task, thread_id)
         answer = {"thread_id": thread_id, "url": f"/runs/{thread_id}/", "status": "starting"}
         return JSONResponse(answer, status_code=201, headers=_NO_STORE)
 
-    async def api_run(request: Request) -> Response:
+    async def api_run(self, request: Request) -> Response:
         thread_id = request.path_params["thread_id"]
-        if not c.known(thread_id):
+        if not self.c.known(thread_id):
             return _error(404, f"no run {thread_id!r} here")
-        return JSONResponse(c.run_json(thread_id), headers=_NO_STORE)
+        return JSONResponse(self.c.run_json(thread_id), headers=_NO_STORE)
 
-    async def api_events(request: Request) -> Response:
+    async def api_events(self, request: Request) -> Response:
         thread_id = request.path_params["thread_id"]
-        if not c.known(thread_id):
+        if not self.c.known(thread_id):
             return _error(404, f"no run {thread_id!r} here")
         last = request.headers.get("last-event-id") or request.query_params.get("after") or "0"
         after = int(last) if last.isdigit() else 0
-        stream = tail(c.runs_dir / thread_id, c.redact, after=after, extra=_LegWatch(c, thread_id))
+        stream = tail(
+            self.c.runs_dir / thread_id,
+            self.c.redact,
+            after=after,
+            extra=_LegWatch(self.c, thread_id),
+        )
         return StreamingResponse(
             stream,
             media_type="text/event-stream",
@@ -347,12 +353,12 @@ def build_app(console: Console) -> Any:
         )
 
     @_json_errors
-    async def api_verb(request: Request) -> Response:
+    async def api_verb(self, request: Request) -> Response:
         thread_id, verb = request.path_params["thread_id"], request.path_params["verb"]
         if verb not in _VERBS:
             return _error(404, f"no verb {verb!r}: use one of {', '.join(_VERBS)}")
-        s = c.summary(thread_id)
-        if s is None and c.legs.leg(thread_id) is None:
+        s = self.c.summary(thread_id)
+        if s is None and self.c.legs.leg(thread_id) is None:
             return _error(404, f"no run {thread_id!r} here")
         reason = None
         if verb == "deny":
@@ -367,13 +373,13 @@ def build_app(console: Console) -> Any:
                     raise BadInput("reason", "must be text")
         recorded = s.status if s is not None else "starting"
         if verb in ("approve", "deny"):
-            c.legs.answer(thread_id, verb, recorded, reason)
+            self.c.legs.answer(thread_id, verb, recorded, reason)
             message = f"{verb}d: the run goes on" if verb == "approve" else "denied"
         elif verb == "stop":
-            c.legs.stop(thread_id)
+            self.c.legs.stop(thread_id)
             message = "stopping at the next step boundary"
         else:
-            c.legs.resume(thread_id, recorded)
+            self.c.legs.resume(thread_id, recorded)
             message = "resuming"
         return JSONResponse(
             {"thread_id": thread_id, "verb": verb, "message": message},
@@ -381,42 +387,53 @@ def build_app(console: Console) -> Any:
             headers=_NO_STORE,
         )
 
-    async def api_desktops(request: Request) -> Response:
+    async def api_desktops(self, request: Request) -> Response:
         return JSONResponse(
-            {"desktops": [d.to_json() for d in c.defaults.desktops]}, headers=_NO_STORE
+            {"desktops": [d.to_json() for d in self.c.defaults.desktops]}, headers=_NO_STORE
         )
 
-    async def websockify(websocket: WebSocket) -> None:
+    async def websockify(self, websocket: WebSocket) -> None:
         thread_id = websocket.path_params["thread_id"]
-        s = c.summary(thread_id)
-        target = c.live_target(s) if (s is not None and c.live_target is not None) else None
+        s = self.c.summary(thread_id)
+        target = (
+            self.c.live_target(s) if (s is not None and self.c.live_target is not None) else None
+        )
         if target is None:
             await websocket.close(code=4404)
             return
         await relay(websocket, target)
 
-    routes: list[Any] = [
-        Route("/", index),
-        Route("/fragments/runs", runs_fragment),
-        Route("/runs/{thread_id}", run_redirect),
-        Route("/runs/{thread_id}/", run_page),
-        Route("/runs/{thread_id}/fragment", run_fragment),
-        Route("/runs/{thread_id}/screenshots/{sha}.png", screenshot),
-        Route("/runs/{thread_id}/{name}.mp4", video),
-        WebSocketRoute("/runs/{thread_id}/websockify", websockify),
-        Route("/api/runs", api_runs, methods=["GET"]),
-        Route("/api/runs", api_start, methods=["POST"]),
-        Route("/api/runs/{thread_id}", api_run, methods=["GET"]),
-        Route("/api/runs/{thread_id}/events", api_events, methods=["GET"]),
-        Route("/api/runs/{thread_id}/{verb}", api_verb, methods=["POST"]),
-        Route("/api/desktops", api_desktops, methods=["GET"]),
-        Mount("/static", app=StaticFiles(directory=STATIC)),
-    ]
-    if c.novnc_dir is not None:
-        for root in ("core", "vendor"):
-            routes.append(Mount(f"/novnc/{root}", app=StaticFiles(directory=c.novnc_dir / root)))
-    app = Starlette(routes=routes)
-    return TokenGuard(app, c.token)
+    def app(self) -> Any:
+        """The routes behind the token guard."""
+        routes: list[Any] = [
+            Route("/", self.index),
+            Route("/fragments/runs", self.runs_fragment),
+            Route("/runs/{thread_id}", self.run_redirect),
+            Route("/runs/{thread_id}/", self.run_page),
+            Route("/runs/{thread_id}/fragment", self.run_fragment),
+            Route("/runs/{thread_id}/screenshots/{sha}.png", self.screenshot),
+            Route("/runs/{thread_id}/{name}.mp4", self.video),
+            WebSocketRoute("/runs/{thread_id}/websockify", self.websockify),
+            Route("/api/runs", self.api_runs, methods=["GET"]),
+            Route("/api/runs", self.api_start, methods=["POST"]),
+            Route("/api/runs/{thread_id}", self.api_run, methods=["GET"]),
+            Route("/api/runs/{thread_id}/events", self.api_events, methods=["GET"]),
+            Route("/api/runs/{thread_id}/{verb}", self.api_verb, methods=["POST"]),
+            Route("/api/desktops", self.api_desktops, methods=["GET"]),
+            Mount("/static", app=StaticFiles(directory=STATIC)),
+        ]
+        if self.c.novnc_dir is not None:
+            for root in ("core", "vendor"):
+                routes.append(
+                    Mount(f"/novnc/{root}", app=StaticFiles(directory=self.c.novnc_dir / root))
+                )
+        app = Starlette(routes=routes)
+        return TokenGuard(app, self.c.token)
+
+
+def build_app(console: Console) -> Any:
+    """The console's ASGI app, behind its token guard."""
+    return _Routes(console).app()
 
 
 def _is_sha(text: str) -> bool:

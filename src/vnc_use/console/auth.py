@@ -71,16 +71,16 @@ class TokenGuard:
                 "'vnc-use console' printed, or send Authorization: Bearer TOKEN",
             )
             return
-        if scope["type"] == "http" and method in _UNSAFE and not by_bearer:
-            if not _same_origin(scope, headers):
-                await self._refuse(
-                    scope,
-                    send,
-                    403,
-                    "a cross-site request was refused: use "
-                    "the console's own page, or send Authorization: Bearer TOKEN",
-                )
-                return
+        unsafe = scope["type"] == "http" and method in _UNSAFE and not by_bearer
+        if unsafe and not _same_origin(scope, headers):
+            await self._refuse(
+                scope,
+                send,
+                403,
+                "a cross-site request was refused: use "
+                "the console's own page, or send Authorization: Bearer TOKEN",
+            )
+            return
         await self.app(scope, receive, send)
 
     async def _login(self, send: Send, location: str) -> None:

@@ -32,6 +32,14 @@ def sse(event: str, data: dict[str, Any], event_id: int | None = None) -> bytes:
     return ("\n".join(lines) + "\n\n").encode("utf-8")
 
 
+def _record(raw: bytes) -> dict[str, Any] | None:
+    try:
+        record = json.loads(raw)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
+
+
 async def tail(
     run_dir: Path,
     redact: Redact,
@@ -66,13 +74,8 @@ async def tail(
                 if not raw.strip():
                     continue
                 line_no += 1
-                if line_no <= after:
-                    continue
-                try:
-                    record = json.loads(raw)
-                except ValueError:
-                    continue
-                if isinstance(record, dict):
+                record = _record(raw) if line_no > after else None
+                if record is not None:
                     idle = 0.0
                     yield sse(str(record.get("event", "message")), redact(record), line_no)
         message = extra() if extra is not None else None

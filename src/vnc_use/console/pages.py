@@ -32,7 +32,8 @@ form.start { background:var(--card); border:1px solid var(--line); border-radius
   padding:14px 16px; margin:0 0 18px; display:grid; gap:10px;
   grid-template-columns:repeat(auto-fill, minmax(220px, 1fr)); }
 form.start .wide { grid-column:1 / -1; }
-form.start label { display:flex; flex-direction:column; font-size:13px; color:var(--muted); gap:3px; }
+form.start label { display:flex; flex-direction:column; font-size:13px; color:var(--muted);
+  gap:3px; }
 form.start textarea { min-height:52px; }
 input, select, textarea, button { font:inherit; padding:5px 8px; border-radius:6px;
   border:1px solid var(--line); }
@@ -42,7 +43,8 @@ button.approve { background:#1f8a4c; border-color:#1f8a4c; }
 #message { min-height:1.4em; margin:4px 0 10px; font-weight:600; }
 #message[data-bad="1"] { color:#c62828; }
 table.runs { border-collapse:collapse; width:100%; background:var(--card); font-size:14px; }
-table.runs th, table.runs td { text-align:left; padding:6px 8px; border-bottom:1px solid var(--line); }
+table.runs th, table.runs td { text-align:left; padding:6px 8px;
+  border-bottom:1px solid var(--line); }
 table.runs td.task { max-width:480px; overflow-wrap:anywhere; }
 nav.filters { display:flex; flex-wrap:wrap; gap:6px; margin:10px 0; }
 nav.filters a { font-size:13px; padding:2px 8px; border-radius:6px; background:var(--card);

@@ -12,7 +12,7 @@ are the console's: a body cannot point a run at another address or folder.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,46 +72,54 @@ class Defaults:
         raise BadInput("desktop", f"no desktop {name!r} here: use one of {names}")
 
 
-def _check_type(name: str, value: Any) -> Any:
-    """The value if it fits the field's type (as its default tells), else :class:`BadInput`."""
+def _default(name: str) -> Any:
     spec_field = _SPEC_FIELDS[name]
-    default = (
-        spec_field.default_factory()  # type: ignore[misc]
-        if spec_field.default_factory is not dataclasses.MISSING
-        else spec_field.default
-    )
-    if value is None:
-        return None
-    if isinstance(default, bool):
-        if not isinstance(value, bool):
-            raise BadInput(name, f"must be true or false, got {value!r}")
-    elif isinstance(default, int) and not isinstance(default, bool):
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise BadInput(name, f"must be a whole number, got {value!r}")
-    elif isinstance(default, float) or name in ("max_cost",):
-        if not isinstance(value, _NUMBERS) or isinstance(value, bool):
-            raise BadInput(name, f"must be a number, got {value!r}")
-    elif isinstance(default, list) or name == "price":
-        if not isinstance(value, list):
-            raise BadInput(name, f"must be a list, got {value!r}")
-        if name != "price" and not all(isinstance(v, str) for v in value):
-            raise BadInput(name, "must be a list of names")
-    elif isinstance(default, str) or default is None:
-        if name == "keep_screenshots":
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise BadInput(name, f"must be a whole number, got {value!r}")
-        elif not isinstance(value, str):
-            raise BadInput(name, f"must be text, got {value!r}")
+    if spec_field.default_factory is not dataclasses.MISSING:
+        return spec_field.default_factory()
+    return spec_field.default
+
+
+def _kind(name: str) -> str:
+    """What a field holds, as its default (or its name) tells: bool, int, number, list, text."""
+    default = _default(name)
+    if name in ("keep_screenshots",):
+        return "int"
+    if name in ("max_cost",):
+        return "number"
+    if name == "price":
+        return "prices"
+    for kind, types in (("bool", bool), ("int", int), ("number", float), ("list", list)):
+        if isinstance(default, types):
+            return kind
+    return "text"
+
+
+_CHECKS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "bool": (lambda v: isinstance(v, bool), "must be true or false"),
+    "int": (lambda v: isinstance(v, int) and not isinstance(v, bool), "must be a whole number"),
+    "number": (
+        lambda v: isinstance(v, _NUMBERS) and not isinstance(v, bool),
+        "must be a number",
+    ),
+    "list": (
+        lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
+        "must be a list of names",
+    ),
+    "prices": (lambda v: isinstance(v, list), "must be [INPUT, OUTPUT] USD per million tokens"),
+    "text": (lambda v: isinstance(v, str), "must be text"),
+}
+
+
+def _check_type(name: str, value: Any) -> Any:
+    """The value if it fits the field's type, else :class:`BadInput`."""
+    fits, wanted = _CHECKS[_kind(name)]
+    if value is not None and not fits(value):
+        raise BadInput(name, f"{wanted}, got {value!r}")
     return value
 
 
-def spec_from_body(body: Any, defaults: Defaults) -> tuple[RunSpec, str]:
-    """The spec and the task of a ``POST /api/runs`` body (see the module's doc)."""
-    if not isinstance(body, Mapping):
-        raise BadInput("body", "send a JSON object with at least a task")
-    task = body.get("task")
-    if not isinstance(task, str) or not task.strip():
-        raise BadInput("task", "required: what to do, in plain words")
+def _values(body: Mapping[str, Any], defaults: Defaults) -> dict[str, Any]:
+    """The spec's fields from the body, over the console's defaults."""
     values: dict[str, Any] = dict(defaults.spec)
     for key, value in body.items():
         if key in ("task", "desktop"):
@@ -122,9 +130,19 @@ def spec_from_body(body: Any, defaults: Defaults) -> tuple[RunSpec, str]:
             raise BadInput(key, f"not a setting of a run here (use {known})")
         if name in ("provider", "model") and value == "":
             continue  # an empty field of the form: the console's default
-        checked = _check_type(name, value)
-        if checked is not None:
-            values[name] = checked
+        if _check_type(name, value) is not None:
+            values[name] = value
+    return values
+
+
+def spec_from_body(body: Any, defaults: Defaults) -> tuple[RunSpec, str]:
+    """The spec and the task of a ``POST /api/runs`` body (see the module's doc)."""
+    if not isinstance(body, Mapping):
+        raise BadInput("body", "send a JSON object with at least a task")
+    task = body.get("task")
+    if not isinstance(task, str) or not task.strip():
+        raise BadInput("task", "required: what to do, in plain words")
+    values = _values(body, defaults)
     desk = defaults.desktop(body.get("desktop"))
     try:
         spec = RunSpec(**values, desktop=dataclasses.replace(desk.target))

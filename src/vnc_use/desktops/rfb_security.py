@@ -425,5 +425,5 @@ def vnc_auth_response(password: str, challenge: bytes) -> bytes:
 
     raw = password.encode("latin-1", errors="replace")[:8].ljust(8, b"\0")
     key = bytes(int(f"{b:08b}"[::-1], 2) for b in raw)
-    encryptor = Cipher(TripleDES(key * 3), modes.ECB()).encryptor()  # noqa: S305 (RFB's own)
+    encryptor = Cipher(TripleDES(key * 3), modes.ECB()).encryptor()
     return encryptor.update(challenge[:16]) + encryptor.finalize()
