@@ -102,10 +102,12 @@ def test_gemini_long_context_tier_and_cached_tokens() -> None:
     assert cost_of(long, row) == pytest.approx((300_000 * 2.5 + 1_000 * 15) / M)
 
 
-def test_openai_row_covers_short_context_only() -> None:
+def test_openai_row_bills_a_prompt_above_272k_at_the_long_context_prices() -> None:
     row = price_table()["gpt-5.5"]
     beyond = tokens_of({"input_tokens": 300_000, "output_tokens": 10}, "openai")
-    assert beyond is not None and cost_of(beyond, row) is None
+    assert beyond is not None and cost_of(beyond, row) == pytest.approx(
+        (300_000 * 10 + 10 * 45) / M
+    )
 
 
 # -- runs through each vendor's SDK and stand-in ----------------------------------------------

@@ -25,6 +25,7 @@ from langgraph_sdk import get_sync_client
 from vnc_use.agent.approval import APPROVE, DENY, parse_decision
 from vnc_use.evaluation.tasks import load_tasks, suite_path
 from vnc_use.record.video import read_segments
+from vnc_use.runs.leg import RECORD_KEYS
 from vnc_use.store.storage import open_storage
 from vnc_use.testing.gemini_standin import (
     FunctionCallSpec,
@@ -183,6 +184,9 @@ def test_a_run_pauses_for_the_inbox_and_an_accept_lands_its_click(
     task = f"click grid {gx},{gy} confirm"
     recorded = json.loads((folder / "run.json").read_text())
     assert recorded["task"] == task and recorded["status"] == "done"
+    # the keys every run.json has (local, fleet, MCP alike), the values the run resolved
+    assert set(recorded) == set(RECORD_KEYS) and recorded["kind"] == "served"
+    assert recorded["keep_screenshots"] == 3 and recorded["model"]  # the planner's, as local
     kinds = [e["event"] for e in _events(folder)]
     assert kinds[0] == "run_started" and kinds[-1] == "run_ended"
     assert kinds.count("run_started") == 1 and "run_paused" in kinds

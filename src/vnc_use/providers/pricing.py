@@ -2,9 +2,16 @@
 
 One table, a data file in the package: per model id, USD per million input, output,
 cached-input and cache-write tokens, the vendor's higher tiers (long prompts), and the page
-and date each row was read from. A model not in the table has an *unknown* cost (None), never
-0; ``--price INPUT/OUTPUT`` gives one. Local models (``openai-compatible``) cost 0 unless
-priced.
+and date each row was read from. A row prices its exact id and dated snapshots of it, never a
+longer id that starts with it (``claude-opus-5-5`` is not ``claude-opus-5``). A model not in
+the table has an *unknown* cost (None), never 0; ``--price INPUT/OUTPUT`` gives one. Local
+models (``openai-compatible``) cost 0 unless priced.
+
+A tier applies to the whole request whose prompt is above its threshold (output and cached
+tokens included), as the vendors bill it (Claude Haiku 5.5 above 100,000 prompt tokens, Gemini
+above 200,000, OpenAI's 1.05M-context models above 272K). Where a vendor publishes no
+cached-input price (Gemini 2.5 Computer Use), the row prices cached tokens as input tokens and
+its note says so, so a run's cost stays known when the API reports cached tokens.
 
 Each provider reports usage in its own words; :func:`tokens_of` reads them:
 
@@ -41,6 +48,7 @@ __all__ = [
     "price_table",
     "raw_rows",
     "tokens_of",
+    "unpriced_rows",
 ]
 
 LOCAL_PROVIDER = "openai-compatible"
@@ -137,6 +145,15 @@ def raw_rows() -> list[dict[str, Any]]:
     """The table's rows as written (for checks of the file itself)."""
     text = resources.files("vnc_use.providers").joinpath("prices.json").read_text("utf-8")
     rows: list[dict[str, Any]] = json.loads(text)["models"]
+    return rows
+
+
+def unpriced_rows() -> list[dict[str, Any]]:
+    """Model ids named somewhere (an SDK's model list) whose vendor publishes no price yet: kept
+    out of the table on purpose (their cost stays unknown), each with the date it was looked for
+    and a note."""
+    text = resources.files("vnc_use.providers").joinpath("prices.json").read_text("utf-8")
+    rows: list[dict[str, Any]] = json.loads(text).get("unpriced", [])
     return rows
 
 
