@@ -376,7 +376,7 @@ class _Routes:
             self.c.legs.answer(thread_id, verb, recorded, reason)
             message = f"{verb}d: the run goes on" if verb == "approve" else "denied"
         elif verb == "stop":
-            self.c.legs.stop(thread_id)
+            self.c.legs.stop(thread_id, recorded)
             message = "stopping at the next step boundary"
         else:
             self.c.legs.resume(thread_id, recorded)

@@ -6,7 +6,8 @@
     {"verb": "approve" | "deny", "thread_id": "...", "runs_dir": "...", "reason": "..."}
     {"verb": "resume", "thread_id": "...", "runs_dir": "..."}
 
-and carries it out through the run's executor, as ``vnc-use run`` / ``approve`` / ``deny`` /
+and carries it out through the run's executor
+(:class:`~vnc_use.runs.executor.LocalExecutor`), as ``vnc-use run`` / ``approve`` / ``deny`` /
 ``resume`` do, in its own session: the run goes on (or pauses, checkpointed) whether or not the
 console that started it is still there. SIGINT or SIGTERM stops it at the next step boundary
 (``interrupted``, resumable), as Ctrl-C does ``vnc-use run``. The model's key and the desktop's
@@ -21,6 +22,7 @@ from __future__ import annotations
 import json
 import signal
 import sys
+import threading
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -48,39 +50,38 @@ def _spec(order: dict[str, Any]) -> Any:
 
 def _carry_out(order: dict[str, Any]) -> None:
     from vnc_use.desktops.target import reach
-    from vnc_use.runs.agent import VncUseAgent
+    from vnc_use.runs.executor import LocalExecutor
     from vnc_use.runs.open import open_planner, sensitive_values
 
     spec = _spec(order)
     thread_id = str(order["thread_id"])
     log_path = Path(spec.runs_dir) / thread_id / "freerdp.log"
-    with reach(spec.desktop, log_path=log_path) as reached:
-        agent = VncUseAgent.from_spec(
-            spec,
+    with (
+        reach(spec.desktop, log_path=log_path) as reached,
+        LocalExecutor(
+            spec.runs_dir,
+            checkpointer=config.database_url(),
             reached=reached,
             planner=open_planner(spec),
             sensitive_text=sensitive_values(spec.sensitive_names),
-            checkpointer=config.database_url(),
-        )
-        with agent:
-            stop = agent.request_stop
+        ) as executor,
+    ):
 
-            def on_signal(signum: int, frame: FrameType | None) -> None:
-                stop()
+        def on_signal(signum: int, frame: FrameType | None) -> None:
+            # the executor's stop takes a lock this thread may hold: ask from another thread
+            threading.Thread(target=executor.stop, args=(thread_id,), daemon=True).start()
 
-            signal.signal(signal.SIGINT, on_signal)
-            signal.signal(signal.SIGTERM, on_signal)
-            verb = order["verb"]
-            if verb == "start":
-                agent.run(task=str(order["task"]), thread_id=thread_id)
-            elif verb == "approve":
-                agent.approve(thread_id)
-            elif verb == "deny":
-                agent.deny(thread_id)
-            elif verb == "resume":
-                agent.resume(thread_id)
-            else:
-                raise ConfigError(f"unknown verb {verb!r}")
+        signal.signal(signal.SIGINT, on_signal)
+        signal.signal(signal.SIGTERM, on_signal)
+        verb = order["verb"]
+        if verb == "start":
+            executor.start(spec, str(order["task"]), thread_id)
+        elif verb in ("approve", "deny"):
+            executor.answer(thread_id, verb, order.get("reason"), spec=spec)
+        elif verb == "resume":
+            executor.resume(thread_id, spec=spec)
+        else:
+            raise ConfigError(f"unknown verb {verb!r}")
 
 
 def main() -> int:

@@ -4,7 +4,8 @@ Each leg of a run (its start, an answer, a resume) runs in a process of its own
 (:mod:`vnc_use.console.leg`, in a new session), which carries it out through the run's
 executor exactly as the CLI verbs do: the run is an ordinary run (checkpointed, in its run
 folder, resumable from the CLI) and goes on when the console stops. What a verb is allowed to
-do to a run in its state is decided here, before a process starts, under one lock: of two
+do to a run in its state is the run rules' answer (:mod:`vnc_use.runs.rules`), asked here
+before a process starts, under one lock: of two
 answers to the same approval the first starts a leg and the second is told the approval was
 already answered (409), so the action runs once.
 
@@ -24,23 +25,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vnc_use import config
+from vnc_use.errors import ConfigError
 from vnc_use.record.folder import check_thread_id
 from vnc_use.record.runs import read_events
+from vnc_use.runs import rules
 from vnc_use.status import RunStatus
 
 __all__ = ["Conflict", "Leg", "Legs", "NotFound"]
 
 LOG_DIR = ".console"
 _DECISIONS = frozenset({"approved", "denied"})
-_RESUMABLE = frozenset(
-    {
-        RunStatus.INTERRUPTED.value,
-        RunStatus.ERROR.value,
-        RunStatus.STUCK.value,
-        RunStatus.COST_LIMIT.value,
-        "unfinished",
-    }
-)
+_STEP_LEFT = frozenset({RunStatus.INTERRUPTED.value, RunStatus.ERROR.value, "unfinished"})
+"""Recorded statuses of a run whose checkpoint may have a step left (the leg that continues
+it finds out; a finished one it shows as it is)."""
 
 
 class Conflict(Exception):
@@ -137,13 +135,15 @@ class Legs:
         """``verb`` is ``approve`` or ``deny``; ``status`` the run's recorded status."""
         with self._lock:
             leg = self._legs.get(thread_id)
-            if leg is not None and leg.alive:
-                if leg.verb in ("approve", "deny"):
-                    raise Conflict(
-                        f"run {thread_id}: its approval was already answered ({leg.verb}d)"
-                    )
-                raise Conflict(f"run {thread_id} is running: it waits for no approval now")
-            if status != RunStatus.AWAITING_APPROVAL:
+            if leg is not None and leg.alive and leg.verb in ("approve", "deny"):
+                raise Conflict(f"run {thread_id}: its approval was already answered ({leg.verb})")
+            try:
+                rules.check(
+                    "approve" if verb == "approve" else "deny",
+                    thread_id,
+                    self._state(thread_id, status),
+                )
+            except ConfigError as exc:
                 answered = [
                     e["event"]
                     for e in _since_last_pause(self.runs_dir / thread_id)
@@ -152,8 +152,8 @@ class Legs:
                 if answered:
                     raise Conflict(
                         f"run {thread_id}: its approval was already answered ({answered[0]})"
-                    )
-                raise Conflict(f"run {thread_id} is not waiting for an approval ({status})")
+                    ) from None
+                raise Conflict(str(exc)) from None
             order = {"verb": verb, "thread_id": thread_id, "runs_dir": str(self.runs_dir)}
             if reason:
                 order["reason"] = reason
@@ -161,13 +161,11 @@ class Legs:
 
     def resume(self, thread_id: str, status: str) -> None:
         with self._lock:
-            if self.running(thread_id):
-                raise Conflict(f"run {thread_id} is running already: wait for it, or stop it")
-            if status == RunStatus.AWAITING_APPROVAL:
-                raise Conflict(
-                    f"run {thread_id} waits for an approval: answer it with Approve or Deny"
-                )
-            if status not in _RESUMABLE:
+            try:
+                way = rules.check("resume", thread_id, self._state(thread_id, status))
+            except ConfigError as exc:
+                raise Conflict(str(exc)) from None
+            if way == "show":
                 raise Conflict(f"run {thread_id} has finished ({status}): nothing to resume")
             self._spawn(
                 thread_id,
@@ -175,14 +173,34 @@ class Legs:
                 {"verb": "resume", "thread_id": thread_id, "runs_dir": str(self.runs_dir)},
             )
 
-    def stop(self, thread_id: str) -> None:
-        """Ask the run's leg to stop at its next step boundary (SIGINT, as Ctrl-C)."""
+    def stop(self, thread_id: str, status: str) -> None:
+        """Stop the run at its next step boundary: its leg here is told at once (SIGINT, as
+        Ctrl-C); a run going on elsewhere (another console, ``vnc-use run``) through the
+        executor (a stop request in its journal, which its leg watches)."""
         with self._lock:
             leg = self._legs.get(thread_id)
-            if leg is None or not leg.alive:
-                raise Conflict(f"run {thread_id} is not running in this console: nothing to stop")
-            leg.stop_sent = True
-            leg.process.send_signal(signal.SIGINT)
+            if leg is not None and leg.alive:
+                leg.stop_sent = True
+                leg.process.send_signal(signal.SIGINT)
+                return
+        from vnc_use.runs.executor import LocalExecutor
+
+        try:
+            rules.check("stop", thread_id, self._state(thread_id, status))
+            with LocalExecutor(self.runs_dir, checkpointer=config.database_url()) as executor:
+                executor.stop(thread_id)
+        except ConfigError as exc:
+            raise Conflict(str(exc)) from None
+
+    def _state(self, thread_id: str, status: str) -> str:
+        """The run's state as the run rules read it (:func:`vnc_use.runs.rules.state_of`),
+        from its recorded status and whether a leg of this console runs it."""
+        return rules.state_of(
+            status,
+            waiting=status == RunStatus.AWAITING_APPROVAL and not self.running(thread_id),
+            under_way=self.running(thread_id),
+            step_left=status in _STEP_LEFT,
+        )
 
     def close(self) -> None:
         """Forget the legs (they go on: each runs in its own session)."""
