@@ -298,7 +298,7 @@ def test_deny_in_the_page_ends_the_run_denied_with_nothing_clicked(
     wait_status(page, "denied")
     assert presses(console.probe) == []
     denied = [e for e in events(console, thread_id) if e["event"] == "denied"]
-    assert len(denied) == 1
+    assert len(denied) == 1 and denied[0]["reason"] == "not that one"
     with console.http() as http:
         again = http.post(f"/api/runs/{thread_id}/approve")
     assert again.status_code == 409 and "already answered" in again.json()["error"]

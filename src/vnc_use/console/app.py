@@ -86,6 +86,7 @@ class Console:
     def __post_init__(self) -> None:
         self.runs_dir = Path(self.defaults.runs_dir)
         self.index = RunIndex(self.runs_dir)
+        self.index.warm()
         self.legs = Legs(self.runs_dir)
         self.redact = Redactor([*self.secrets, self.token])
 
