@@ -32,6 +32,11 @@ COVERED: list[tuple[str, tuple[str, ...]]] = [
             "test_readme_offline_flow_with_the_stand_in_command",
         ),
     ),
+    # the web console (docs/console.md)
+    (
+        r"vnc-use console --vnc \S+ --runs-dir \S+",
+        ("test_a_run_started_from_the_form_shows_each_step_within_a_second",),
+    ),
     # a fleet of desktop hosts (docs/fleet.md)
     (
         r"vnc-use worker --database \S+ --worker-id \S+ --runs-dir \S+ --vnc( \S+)+",
