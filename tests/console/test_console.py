@@ -74,6 +74,40 @@ def wait(what: str, check: Callable[[], Any], timeout: float = 60) -> Any:
         time.sleep(0.05)
 
 
+def console_env(api: GeminiStandIn, probe: Probe) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "GEMINI_API_KEY"}
+    env.update(
+        GOOGLE_API_KEY=DUMMY_API_KEY,
+        GOOGLE_GEMINI_BASE_URL=api.base_url,
+        VNC_PASSWORD=probe.desktop.password,
+        VNC_USE_CONSOLE_TOKEN=TOKEN,
+    )
+    return env
+
+
+def start_console(
+    runs: Path, probe: Probe, env: dict[str, str]
+) -> tuple[subprocess.Popen[str], str]:
+    """``vnc-use console`` as a person starts it; the process and its base URL."""
+    argv = ["console", "--port", "0", "--runs-dir", str(runs)]
+    process = subprocess.Popen(
+        [*CLI, *argv, "--vnc", probe.desktop.server, "--step-limit", "20"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    first = process.stdout.readline()
+    assert first.startswith("vnc-use console: http://127.0.0.1:"), (
+        first,
+        process.stderr.read() if process.poll() is not None else "",
+    )
+    url = first.split(": ", 1)[1].strip()
+    assert url.endswith(f"/?token={TOKEN}")
+    return process, url.split("/?")[0]
+
+
 @pytest.fixture(scope="module")
 def console(
     session_probe: Probe, tmp_path_factory: pytest.TempPathFactory
@@ -81,34 +115,11 @@ def console(
     folder = tmp_path_factory.mktemp("console")
     runs = folder / "runs"
     with GeminiStandIn() as api:
-        env = {k: v for k, v in os.environ.items() if k != "GEMINI_API_KEY"}
-        env.update(
-            GOOGLE_API_KEY=DUMMY_API_KEY,
-            GOOGLE_GEMINI_BASE_URL=api.base_url,
-            VNC_PASSWORD=session_probe.desktop.password,
-            VNC_USE_CONSOLE_TOKEN=TOKEN,
-        )
-        argv = ["console", "--port", "0", "--runs-dir", str(runs)]
-        process = subprocess.Popen(
-            [*CLI, *argv, "--vnc", session_probe.desktop.server, "--step-limit", "20"],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        assert process.stdout is not None
-        first = process.stdout.readline()
-        assert first.startswith("vnc-use console: http://127.0.0.1:"), (
-            first,
-            process.stderr.read() if process.poll() is not None else "",
-        )
-        url = first.split(": ", 1)[1].strip()
-        assert url.endswith(f"/?token={TOKEN}")
+        env = console_env(api, session_probe)
+        process, base = start_console(runs, session_probe, env)
         browser = Browser(folder / "profile")
         try:
-            yield ConsoleUnderTest(
-                url.split("/?")[0], runs, process, api, session_probe, browser, env
-            )
+            yield ConsoleUnderTest(base, runs, process, api, session_probe, browser, env)
         finally:
             browser.close()
             process.terminate()
@@ -117,6 +128,17 @@ def console(
 
 # -- driving the page by accessible names -----------------------------------------------------
 def _node(page: Page, name: str, role: str | None = None) -> dict[str, Any]:
+    for _ in range(50):  # the page may reload meanwhile (a run that ended): look again
+        try:
+            return _find(page, name, role)
+        except AssertionError as exc:
+            if "Could not find node" not in str(exc) and "no control named" not in str(exc):
+                raise
+            time.sleep(0.1)
+    return _find(page, name, role)
+
+
+def _find(page: Page, name: str, role: str | None = None) -> dict[str, Any]:
     page.send("Page.bringToFront")  # a tab in the background lays out nothing: no AX tree
     root = page.send("DOM.getDocument", depth=0)["root"]["nodeId"]
     params: dict[str, Any] = {"nodeId": root, "accessibleName": name}
@@ -356,6 +378,69 @@ def test_stop_ends_the_run_interrupted_and_resume_finishes_it(console: ConsoleUn
     wait_status(page, "done", timeout=90)
     assert [(p["x"], p["y"]) for p in presses(probe)] == points
     console.seen_urls.update(page.requested_urls())
+
+
+def test_a_run_goes_on_when_its_console_stops_and_another_stops_and_resumes_it(
+    console: ConsoleUnderTest, tmp_path: Path
+) -> None:
+    """Console A starts a run and is stopped; the run goes on. Console B (a new start over the
+    same runs folder) shows it, and its Stop reaches the run A's leg runs (through the run's
+    journal), and its Resume finishes it."""
+    probe = console.probe
+    probe.log.clear()
+    points = [(probe.size[0] * (i + 2) // 14, probe.size[1] // 3) for i in range(10)]
+    console.api.script(
+        *[
+            dataclasses.replace(
+                Reply.calls(FunctionCallSpec("click_at", **grid(probe, *p))), latency=1.2
+            )
+            for p in points
+        ],
+        Reply.text("Ten clicks."),
+    )
+    runs = tmp_path / "runs"
+    first, base = start_console(runs, probe, console.env)
+    try:
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        started = httpx.post(
+            f"{base}/api/runs", json={"task": "Click six times"}, headers=headers, timeout=10
+        )
+        assert started.status_code == 201, started.text
+        thread_id = started.json()["thread_id"]
+        wait("a first click", lambda: presses(probe), 60)
+    finally:
+        first.terminate()
+        first.wait(20)
+    assert first.returncode is not None
+    second, base = start_console(runs, probe, console.env)
+    try:
+        page = console.browser.new_page()
+        page.open(f"{base}/?token={TOKEN}")
+        page.open(f"{base}/runs/{thread_id}/")
+        wait("a second click", lambda: len(presses(probe)) >= 2, 60)
+        wait(
+            "the Stop control",
+            lambda: page.evaluate(
+                "!!document.getElementById('do-stop') && !document.getElementById('do-stop').hidden"
+                " || (document.body && document.body.dataset.status === 'unfinished')"
+            ),
+        )
+        with httpx.Client(base_url=base, headers=headers, timeout=30) as http:
+            stopped = http.post(f"/api/runs/{thread_id}/stop")
+        assert stopped.status_code == 202, stopped.text
+        wait_status(page, "interrupted", timeout=60)
+        assert 2 <= len(presses(probe)) < 10
+        press(page, "Resume")
+        wait_status(page, "done", timeout=90)
+        clicks = [(p["x"], p["y"]) for p in presses(probe)]
+        assert len(clicks) == len(points), clicks  # each once: none lost, none twice
+        assert all(
+            abs(a - c) <= 2 and abs(b - d) <= 2
+            for (a, b), (c, d) in zip(clicks, points, strict=True)
+        )
+    finally:
+        second.terminate()
+        second.wait(20)
 
 
 def test_nothing_is_served_without_the_token(console: ConsoleUnderTest) -> None:

@@ -108,6 +108,10 @@ def serve(console: Console, sock: socket.socket) -> None:
     from vnc_use.console.app import build_app
 
     settings = uvicorn.Config(
-        build_app(console), log_level="warning", access_log=False, lifespan="off"
+        build_app(console),
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        timeout_graceful_shutdown=2,  # open pages hold event streams: do not wait for them
     )
     uvicorn.Server(settings).run(sockets=[sock])
