@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import struct
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -441,6 +442,48 @@ def test_a_run_goes_on_when_its_console_stops_and_another_stops_and_resumes_it(
     finally:
         second.terminate()
         second.wait(20)
+
+
+def test_the_live_view_is_view_only_and_never_sees_a_password(console: ConsoleUnderTest) -> None:
+    """The page's end of the live view: RFB with no password (the console logged in), a
+    framebuffer that arrives, and a click and a key that never reach the desktop (the console
+    has only the full password here, so it drops the page's input itself)."""
+    probe = console.probe
+    runs = [p.name for p in console.runs.iterdir() if (p / "run.json").exists()]
+    assert runs
+    probe.log.clear()
+    ws_url = console.base.replace("http://", "ws://") + f"/runs/{runs[0]}/websockify"
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    got = b""
+
+    def read(ws: Any, n: int) -> bytes:
+        nonlocal got
+        while len(got) < n:
+            got += ws.recv(timeout=10)
+        out, got = got[:n], got[n:]
+        return bytes(out)
+
+    with connect(ws_url, additional_headers=headers, open_timeout=10, max_size=None) as ws:
+        assert read(ws, 12) == b"RFB 003.008\n"
+        ws.send(b"RFB 003.008\n")
+        assert read(ws, 2) == bytes([1, 1])  # one security type: None
+        ws.send(bytes([1]))
+        assert read(ws, 4) == b"\0\0\0\0"
+        ws.send(bytes([1]))  # ClientInit, shared
+        width, height = struct.unpack(">HH", read(ws, 4))
+        assert (width, height) == probe.size
+        rest = read(ws, 16 + 4)
+        read(ws, struct.unpack(">I", rest[16:20])[0])  # the desktop's name
+        x, y = probe.canvas_point()
+        ws.send(struct.pack(">BBHH", 5, 1, x, y) + struct.pack(">BBHH", 5, 0, x, y))
+        ws.send(struct.pack(">BBxxI", 4, 1, 0x61) + struct.pack(">BBxxI", 4, 0, 0x61))
+        ws.send(struct.pack(">BBHHHH", 3, 0, 0, 0, width, height))
+        assert read(ws, 1) == b"\0"  # a FramebufferUpdate: the stream goes on
+        every = ws.recv(timeout=5)
+        assert every
+    time.sleep(1)  # the probe logs what reached it within a few ms; nothing may have
+    assert presses(probe) == [] and probe.log.events("key") == []
+    assert probe.log.events("motion") == []
 
 
 def test_nothing_is_served_without_the_token(console: ConsoleUnderTest) -> None:
