@@ -15,7 +15,7 @@ import os
 import struct
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from vnc_use.testing.gemini_standin import FunctionCallSpec, GeminiStandIn, Repl
 
 from chromium import Browser, Page
 from cli_tools import CLI, run_cli
+from console_page import fill, press, value_of, wait, wait_status
 from desktop_fixtures import Probe
 from gemini_fixtures import DUMMY_API_KEY
 
@@ -63,16 +64,6 @@ class ConsoleUnderTest:
 def grid(probe: Probe, x: int, y: int) -> dict[str, int]:
     width, height = probe.size
     return {"x": round(x * 1000 / width), "y": round(y * 1000 / height)}
-
-
-def wait(what: str, check: Callable[[], Any], timeout: float = 60) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"no {what} within {timeout} s"
-        time.sleep(0.05)
 
 
 def console_env(api: GeminiStandIn, probe: Probe) -> dict[str, str]:
@@ -127,68 +118,6 @@ def console(
             process.wait(20)
 
 
-# -- driving the page by accessible names -----------------------------------------------------
-def _node(page: Page, name: str, role: str | None = None) -> dict[str, Any]:
-    for _ in range(50):  # the page may reload meanwhile (a run that ended): look again
-        try:
-            return _find(page, name, role)
-        except AssertionError as exc:
-            if "Could not find node" not in str(exc) and "no control named" not in str(exc):
-                raise
-            time.sleep(0.1)
-    return _find(page, name, role)
-
-
-def _find(page: Page, name: str, role: str | None = None) -> dict[str, Any]:
-    page.send("Page.bringToFront")  # a tab in the background lays out nothing: no AX tree
-    root = page.send("DOM.getDocument", depth=0)["root"]["nodeId"]
-    params: dict[str, Any] = {"nodeId": root, "accessibleName": name}
-    if role:
-        params["role"] = role
-    nodes = [
-        n for n in page.send("Accessibility.queryAXTree", **params)["nodes"] if not n.get("ignored")
-    ]
-    assert nodes, f"no control named {name!r} on the page"
-    return nodes[0]
-
-
-def _call(page: Page, name: str, function: str, role: str | None = None) -> Any:
-    node = _node(page, name, role)
-    obj = page.send("DOM.resolveNode", backendNodeId=node["backendDOMNodeId"])["object"]
-    reply = page.send(
-        "Runtime.callFunctionOn",
-        objectId=obj["objectId"],
-        functionDeclaration=function,
-        returnByValue=True,
-    )
-    return reply["result"].get("value")
-
-
-def press(page: Page, name: str) -> None:
-    """Click the button whose accessible name is ``name``."""
-    _call(page, name, "function () { this.click(); }", "button")
-
-
-def fill(page: Page, name: str, value: str) -> None:
-    """Set the text field whose accessible name is ``name``."""
-    _call(page, name, f"function () {{ this.value = {json.dumps(value)}; }}", "textbox")
-
-
-def status_of(page: Page) -> str:
-    try:
-        return str(page.evaluate("(document.body && document.body.dataset.status) || ''"))
-    except AssertionError as exc:  # the page reloads (a run that ended): ask again
-        if "navigated" in str(exc) or "context" in str(exc).lower():
-            return ""
-        raise
-
-
-def wait_status(page: Page, *statuses: str, timeout: float = 60) -> str:
-    return str(
-        wait(f"status {statuses}", lambda: status_of(page) in statuses and status_of(page), timeout)
-    )
-
-
 def start_from_form(console: ConsoleUnderTest, page: Page, task: str, **fields: str) -> str:
     """Fill the start form and press Start; the run's thread id (the page it went to)."""
     page.open(f"{console.base}/")
@@ -196,9 +125,9 @@ def start_from_form(console: ConsoleUnderTest, page: Page, task: str, **fields: 
     fill(page, "Model", fields.get("model", ""))
     if "confirm" in fields:
         fill(page, "Actions that need approval", fields["confirm"])
-    desktop = _call(page, "Desktop", "function () { return this.value; }", "combobox")
+    desktop = value_of(page, "Desktop", "combobox")
     assert desktop == console.probe.desktop.server
-    _node(page, "Provider", "textbox")
+    assert value_of(page, "Provider", "textbox") == ""
     press(page, "Start")
     path = wait(
         "the run's page",

@@ -129,12 +129,16 @@ def command(args: argparse.Namespace) -> int:
         ) from None
     from vnc_use.console.serve import ConsoleOptions, make_console, serve
 
-    for flag, value in (("--fleet", args.fleet), ("--server", args.server)):
-        if value:
-            raise ConfigError(
-                f"vnc-use console {flag} is not supported yet: run the console on the host "
-                "whose --runs-dir the runs write to"
-            )
+    if args.server:
+        raise ConfigError(
+            "vnc-use console --server is not supported yet: run the console on the host whose "
+            "--runs-dir the runs write to, or over the fleet (--fleet URL)"
+        )
+    if args.fleet and (args.vnc or args.rdp or args.local):
+        raise ConfigError(
+            "vnc-use console --fleet cannot go with --vnc, --rdp or --local: the fleet's "
+            "workers own its desktops (the form offers their labels)"
+        )
     spec: dict[str, Any] = {
         "provider": args.provider,
         "model": args.model,
@@ -148,6 +152,7 @@ def command(args: argparse.Namespace) -> int:
         rdp=list(args.rdp),
         local=args.local,
         spec={k: v for k, v in spec.items() if v is not None},
+        fleet=args.fleet,
     )
     console = make_console(options)
     sock = _listen(args.host, args.port)

@@ -26,7 +26,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -55,6 +55,9 @@ from vnc_use.record.report.model import load_run
 from vnc_use.record.runs import RunSummary
 from vnc_use.status import RunStatus
 
+if TYPE_CHECKING:
+    from vnc_use.console.fleet import FleetRuns
+
 __all__ = ["Console", "build_app"]
 
 STATIC = Path(__file__).with_name("static")
@@ -82,12 +85,20 @@ class Console:
     secrets: list[str]
     novnc_dir: Path | None = None
     live_target: Callable[[RunSummary], LiveTarget | None] | None = None
+    fleet: str | None = None
+    """The fleet's database URL (``--fleet``): its table is the runs list."""
 
     def __post_init__(self) -> None:
         self.runs_dir = Path(self.defaults.runs_dir)
-        self.index = RunIndex(self.runs_dir)
+        self.index: RunIndex | FleetRuns
+        if self.fleet:  # the fleet's modules (DBOS, psycopg) load only for a fleet
+            from vnc_use.console.fleet import FleetRuns
+
+            self.index = FleetRuns(self.fleet, self.runs_dir)
+        else:
+            self.index = RunIndex(self.runs_dir)
         self.index.warm()
-        self.legs = Legs(self.runs_dir)
+        self.legs = Legs(self.runs_dir, fleet=self.fleet)
         self.redact = Redactor([*self.secrets, self.token])
 
     # -- what a run is now -------------------------------------------------------------------
@@ -113,6 +124,13 @@ class Console:
         except ValueError:
             return None
         return self.index.get(thread_id)
+
+    def fleet_report(self, thread_id: str) -> str | None:
+        """The report the fleet keeps of the run's last leg (None: none yet)."""
+        if isinstance(self.index, RunIndex):
+            return None
+        row = self.index.row(thread_id)
+        return row.report if row is not None else None
 
     def known(self, thread_id: str) -> bool:
         return self.legs.leg(thread_id) is not None or self.summary(thread_id) is not None
@@ -243,15 +261,22 @@ class _Routes:
         s = self.c.summary(thread_id)
         status = self.c.status(s, thread_id)
         ended = s is not None and not self.c.legs.running(thread_id) and status not in _GOING
-        if s is not None:
+        if s is not None and (self.c.runs_dir / thread_id / "events.jsonl").exists():
             view = load_run(self.c.runs_dir / thread_id, self.c.redact)
             header, main = render_parts(view, video=ended)
+        elif s is not None:  # a fleet's run whose folder is on another host
+            header, main = pages.fleet_parts(s, self.c.fleet_report(thread_id))
         else:
             header = (
                 f"<header><h1>vnc-use run <code>{thread_id}</code></h1><p>starting</p></header>"
             )
             main = '<div class="note">No steps yet.</div>'
-        live = self.c.legs.running(thread_id) and self.c.live_target is not None and s is not None
+        live = (
+            self.c.legs.running(thread_id)
+            and s is not None
+            and self.c.live_target is not None
+            and self.c.live_target(s) is not None
+        )
         return {
             "status": status,
             "header": self.c.redact.text(header),
@@ -275,6 +300,7 @@ class _Routes:
                 parts["verbs"],
                 live=parts["live"],
                 ended=parts["ended"],
+                poll=self.c.fleet is not None,
             )
         )
 
@@ -325,7 +351,9 @@ class _Routes:
             raise BadInput("body", "not JSON: send a JSON object with at least a task") from None
         spec, task = spec_from_body(body, self.c.defaults)
         thread_id = uuid.uuid4().hex[:12]
-        self.c.legs.start(spec.to_json(), task, thread_id)
+        desk = self.c.defaults.desktop(body.get("desktop") if isinstance(body, dict) else None)
+        label = desk.name if desk.kind == "label" else None
+        self.c.legs.start(spec.to_json(), task, thread_id, label)
         answer = {"thread_id": thread_id, "url": f"/runs/{thread_id}/", "status": "starting"}
         return JSONResponse(answer, status_code=201, headers=_NO_STORE)
 

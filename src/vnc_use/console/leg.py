@@ -48,7 +48,28 @@ def _spec(order: dict[str, Any]) -> Any:
     return spec
 
 
+def _on_fleet(order: dict[str, Any]) -> None:
+    """The leg of a fleet's run: the fleet's executor queues it for a worker and follows it."""
+    from vnc_use.fleet.executor import FleetExecutor
+    from vnc_use.runs.spec import RunSpec
+
+    executor = FleetExecutor(str(order["fleet"]), label=order.get("label") or None)
+    thread_id = str(order["thread_id"])
+    verb = order["verb"]
+    if verb == "start":
+        executor.start(RunSpec.from_json(order["spec"]), str(order["task"]), thread_id)
+    elif verb in ("approve", "deny"):
+        executor.answer(thread_id, verb, order.get("reason"))
+    elif verb == "resume":
+        executor.resume(thread_id)
+    else:
+        raise ConfigError(f"unknown verb {verb!r}")
+
+
 def _carry_out(order: dict[str, Any]) -> None:
+    if order.get("fleet"):
+        _on_fleet(order)
+        return
     from vnc_use.desktops.target import reach
     from vnc_use.runs.executor import LocalExecutor
     from vnc_use.runs.open import open_planner, sensitive_values

@@ -77,9 +77,13 @@ def _since_last_pause(run_dir: Path) -> list[dict[str, Any]]:
 class Legs:
     """Starts and tracks the legs of runs under ``runs_dir`` (see the module's doc)."""
 
-    def __init__(self, runs_dir: str | Path, python: str = sys.executable) -> None:
+    def __init__(
+        self, runs_dir: str | Path, python: str = sys.executable, *, fleet: str | None = None
+    ) -> None:
         self.runs_dir = Path(runs_dir)
         self.python = python
+        self.fleet = fleet
+        """The fleet's database URL: its runs go through the fleet's executor."""
         self._legs: dict[str, Leg] = {}
         self._lock = threading.Lock()
 
@@ -120,7 +124,9 @@ class Legs:
         return recorded
 
     # -- the verbs ---------------------------------------------------------------------------
-    def start(self, spec_json: dict[str, Any], task: str, thread_id: str) -> None:
+    def start(
+        self, spec_json: dict[str, Any], task: str, thread_id: str, label: str | None = None
+    ) -> None:
         check_thread_id(thread_id)
         with self._lock:
             if thread_id in self._legs or (self.runs_dir / thread_id).exists():
@@ -128,7 +134,13 @@ class Legs:
             self._spawn(
                 thread_id,
                 "start",
-                {"verb": "start", "thread_id": thread_id, "task": task, "spec": spec_json},
+                {
+                    "verb": "start",
+                    "thread_id": thread_id,
+                    "task": task,
+                    "spec": spec_json,
+                    "label": label,
+                },
             )
 
     def answer(self, thread_id: str, verb: str, status: str, reason: str | None = None) -> None:
@@ -187,6 +199,11 @@ class Legs:
 
         try:
             rules.check("stop", thread_id, self._state(thread_id, status))
+            if self.fleet:
+                from vnc_use.fleet.executor import FleetExecutor
+
+                FleetExecutor(self.fleet).stop(thread_id)
+                return
             with LocalExecutor(self.runs_dir, checkpointer=config.database_url()) as executor:
                 executor.stop(thread_id)
         except ConfigError as exc:
@@ -198,7 +215,7 @@ class Legs:
         return rules.state_of(
             status,
             waiting=status == RunStatus.AWAITING_APPROVAL and not self.running(thread_id),
-            under_way=self.running(thread_id),
+            under_way=self.running(thread_id) or status == RunStatus.RUNNING,
             step_left=status in _STEP_LEFT,
         )
 
@@ -210,6 +227,8 @@ class Legs:
 
     # -- internals ---------------------------------------------------------------------------
     def _spawn(self, thread_id: str, verb: str, order: dict[str, Any]) -> None:
+        if self.fleet:
+            order["fleet"] = self.fleet
         log_path = self.log_path(thread_id)
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with log_path.open("ab") as log:

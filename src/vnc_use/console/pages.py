@@ -159,6 +159,27 @@ def runs_page(defaults: Defaults, table: str) -> str:
     return layout("vnc-use console", body, page="runs")
 
 
+def fleet_parts(summary: RunSummary, report: str | None) -> tuple[str, str]:
+    """The header and main part of a fleet's run whose folder is not here: its status from
+    the fleet's table, and the report the fleet keeps of its last leg."""
+    status = summary.status
+    header = (
+        f"<header><h1>vnc-use run <code>{escape(summary.thread_id)}</code></h1>"
+        f'<p class="task">{escape(summary.task)}</p>'
+        f'<span class="status status-{escape(status)}" data-status="{escape(status)}">'
+        f"{escape(_status_text(status))}</span>"
+        f'<dl class="facts"><div><dt>Desktop</dt><dd>{escape(_desktop_of(summary))}</dd></div>'
+        f"<div><dt>Steps</dt><dd>{summary.steps}</dd></div></dl></header>"
+    )
+    if not report:
+        return header, '<div class="note">No report yet: the run\'s first leg goes on.</div>'
+    frame = (
+        f'<iframe title="The run\'s report" srcdoc="{escape(report)}" '
+        'style="width:100%;height:80vh;border:1px solid var(--line)"></iframe>'
+    )
+    return header, frame
+
+
 def run_page(
     thread_id: str,
     status: str,
@@ -168,6 +189,7 @@ def run_page(
     *,
     live: bool,
     ended: bool,
+    poll: bool = False,
 ) -> str:
     """A run's page (see the module's doc)."""
 
@@ -194,6 +216,7 @@ def run_page(
     attrs = (
         f' data-thread="{escape(thread_id)}" data-status="{escape(status)}"'
         f' data-ended="{"1" if ended else "0"}" data-rendered="{time.time():.3f}"'
+        f' data-poll="{"1" if poll else "0"}"'
     )
     scripts = '<script type="module" src="/static/live.js"></script>'
     return layout(f"vnc-use run {thread_id}", body, page="run", attrs=attrs, scripts=scripts)

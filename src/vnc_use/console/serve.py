@@ -36,6 +36,8 @@ class ConsoleOptions:
     spec: dict[str, Any] = field(default_factory=dict)
     """RunSpec fields every run starts from (provider, model, step_limit, confirm_actions...)."""
     vnc_password_env: str = "VNC_PASSWORD"
+    fleet: str | None = None
+    """The fleet's database URL: its runs, its workers' labels as the desktops."""
 
 
 def desktops_of(options: ConsoleOptions) -> list[ConsoleDesktop]:
@@ -61,7 +63,8 @@ def desktops_of(options: ConsoleOptions) -> list[ConsoleDesktop]:
 
 
 def live_target(summary: RunSummary) -> LiveTarget | None:
-    """How the console logs in to show a run's desktop live (None: it cannot)."""
+    """How the console logs in to show a run's desktop live (None: it cannot, e.g. a fleet's
+    desktop whose password only the workers have)."""
     from vnc_use.desktops.address import parse_server
 
     server = summary.desktop
@@ -75,6 +78,8 @@ def live_target(summary: RunSummary) -> LiveTarget | None:
     if view:
         return LiveTarget(host, port, view, True)
     full = managed_password(server) or config.vnc_password()
+    if not full:  # no password here: no tries a server would count as failed logins
+        return None
     return LiveTarget(host, port, full, False)
 
 
@@ -87,9 +92,16 @@ def make_console(options: ConsoleOptions, token: str | None = None) -> Console:
     except ConfigError:
         novnc = None
     Path(options.runs_dir).mkdir(parents=True, exist_ok=True)
+    if options.fleet:
+        from vnc_use.console.fleet import FleetRuns
+
+        labels = FleetRuns(options.fleet, options.runs_dir).labels()
+        desktops = [ConsoleDesktop(label, "label", DesktopTarget()) for label in labels]
+    else:
+        desktops = desktops_of(options)
     defaults = Defaults(
         runs_dir=str(Path(options.runs_dir).resolve()),
-        desktops=desktops_of(options),
+        desktops=desktops,
         spec=dict(options.spec),
     )
     return Console(
@@ -98,6 +110,7 @@ def make_console(options: ConsoleOptions, token: str | None = None) -> Console:
         secrets=config.secret_values(),
         novnc_dir=novnc,
         live_target=live_target if novnc is not None else None,
+        fleet=options.fleet,
     )
 
 

@@ -105,6 +105,10 @@ if (page === "run") {
     if (!timer) { timer = setTimeout(refresh, 30); }
   }
 
+  if (document.body.dataset.poll === "1") {   // a fleet's run: its table changes too
+    setInterval(() => { if (!timer) { timer = setTimeout(refresh, 0); } }, 1500);
+  }
+
   const names = ["message", "console", "run_started", "observe", "model_request",
     "model_response", "action", "run_paused", "approved", "denied", "resumed", "run_ended",
     "stall_detected", "error", "interrupted", "reconnected", "connection_lost"];
