@@ -37,6 +37,10 @@ COVERED: list[tuple[str, tuple[str, ...]]] = [
         r"vnc-use console --vnc \S+ --runs-dir \S+",
         ("test_a_run_started_from_the_form_shows_each_step_within_a_second",),
     ),
+    (
+        r"vnc-use console --fleet \S+ --runs-dir \S+",
+        ("test_the_console_over_a_fleet_starts_approves_and_lists_the_fleets_runs",),
+    ),
     # a fleet of desktop hosts (docs/fleet.md)
     (
         r"vnc-use worker --database \S+ --worker-id \S+ --runs-dir \S+ --vnc( \S+)+",
