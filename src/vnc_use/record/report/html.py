@@ -168,6 +168,10 @@ class _Page:
             )
         return self._data[sha]
 
+    def poster(self) -> str | None:
+        """What the video player shows before it plays: the screen the first step saw."""
+        return next((self.src(st.before) for st in self.view.steps if st.before), None)
+
     # -- header -----------------------------------------------------------------------------
     def header(self) -> str:
         v = self.view
@@ -403,7 +407,7 @@ class _Page:
                 body.append(self.note(item))
         if not body:
             body.append('<div class="note">No steps yet.</div>')
-        return f"{player(v.steps, self.video)}{''.join(body)}"
+        return f"{player(v.steps, self.video, self.poster())}{''.join(body)}"
 
     def render(self) -> str:
         v = self.view
