@@ -57,3 +57,14 @@ def test_a_local_run_and_an_mcp_session_write_the_same_keys(
     # and `vnc-use runs` reads both alike
     rows = {r.thread_id: r for r in list_runs(runs)}
     assert rows["local-1"].status == "done" and rows[session.thread_id].status == "done"
+
+
+def test_recordable_is_a_capability_of_the_desktop() -> None:
+    """What a leg records video from is named in the Desktop protocol: a VNC connection is
+    Recordable, a FakeDesktop is not (its runs have no video, and import no VNC code)."""
+    from vnc_use.desktops.base import Recordable, recordable
+    from vnc_use.desktops.vnc import VNCController
+
+    assert recordable(FakeDesktop(64, 48)) is None
+    controller = VNCController()
+    assert isinstance(controller, Recordable) and recordable(controller) is controller

@@ -122,6 +122,7 @@ def test_the_fleet_reads_its_rows_into_the_rules_states(row_status: str, state: 
     ("thread_status", "values_status", "next_nodes", "state"),
     [
         ("interrupted", "running", ["hitl_gate"], "awaiting_approval"),
+        ("interrupted", "running", ["propose"], "interrupted"),  # cancelled by a stop
         ("busy", "running", ["act"], "running"),
         ("idle", "running", ["act"], "interrupted"),  # cancelled mid-run, or its desktop lost
         ("idle", "stuck", [], "stuck"),
@@ -135,7 +136,9 @@ def test_the_server_reads_its_threads_into_the_rules_states(
     from vnc_use.runs.executor import served_state
 
     thread = {"status": thread_status}
-    found = {"values": {"status": values_status}, "next": next_nodes}
+    waits = next_nodes == ["hitl_gate"]
+    tasks = [{"interrupts": [{"value": {"name": "click_at"}}] if waits else []}]
+    found = {"values": {"status": values_status}, "next": next_nodes, "tasks": tasks}
     assert served_state(thread, found) == state
 
 

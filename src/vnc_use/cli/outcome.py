@@ -21,6 +21,7 @@ from vnc_use.cli.common import EXIT_CODES, EXIT_ERROR
 from vnc_use.errors import ConfigError
 from vnc_use.record.money import format_cost
 from vnc_use.status import RunStatus
+from vnc_use.store.lease import DEFAULT_LEASE_TIMEOUT
 
 if TYPE_CHECKING:
     from vnc_use.agent.state import RunResult
@@ -55,6 +56,7 @@ DOOR_DEFAULTS: dict[str, Any] = {
     "video": None,
     "video_fps": None,
     "max_cost": None,
+    "lease_timeout": DEFAULT_LEASE_TIMEOUT,
 }
 """The run commands' options that say where and how a run executes (the rest go into the
 run's spec, which every executor honours), with their defaults: what an executor may refuse."""

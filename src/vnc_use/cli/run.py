@@ -14,7 +14,7 @@ from vnc_use.cli import desktop as desktop_commands
 from vnc_use.cli import fleet as fleet_commands
 from vnc_use.cli import progress
 from vnc_use.cli import server as server_commands
-from vnc_use.cli.common import add_runs_dir, add_video_options, stop_on_signals
+from vnc_use.cli.common import EXIT_DONE, add_runs_dir, add_video_options, stop_on_signals
 from vnc_use.cli.options import (
     add_budget_options,
     add_connection_options,
@@ -135,6 +135,7 @@ def register(sub: Any) -> None:
     run.set_defaults(func=command)
 
     _register_replay(sub)
+    _register_stop(sub)
 
     for name, text in (
         ("approve", "approve the action a run is waiting on, and continue"),
@@ -151,6 +152,42 @@ def register(sub: Any) -> None:
         server_commands.add_server_options(p)
         fleet_commands.add_fleet_options(p)
         p.set_defaults(func=command)
+
+
+def _register_stop(sub: Any) -> None:
+    p = sub.add_parser(
+        "stop",
+        help="stop a run at its next step boundary, from any process (it ends interrupted; "
+        "resume continues it)",
+    )
+    p.add_argument("thread_id", metavar="ID")
+    add_runs_dir(p)
+    p.add_argument(
+        "--checkpointer",
+        default=None,
+        metavar="URL",
+        help="where the run's checkpoints and journal live (default: VNC_USE_DATABASE_URL, "
+        "else RUNS_DIR/vnc-use.sqlite)",
+    )
+    server_commands.add_server_options(p)
+    fleet_commands.add_fleet_options(p)
+    p.set_defaults(func=stop_command)
+
+
+def stop_command(args: argparse.Namespace) -> int:
+    """``vnc-use stop ID``: the executor's ``stop`` (a stop request the run sees between two
+    steps); the run rules refuse a run that is not running, in one line."""
+    from vnc_use.runs.executor import LocalExecutor
+
+    executor = _elsewhere(args) or LocalExecutor(
+        args.runs_dir, checkpointer=args.checkpointer or config.database_url()
+    )
+    try:
+        executor.stop(args.thread_id)
+    finally:
+        executor.close()
+    print(f"stop requested: run {args.thread_id} stops after its current step")
+    return EXIT_DONE
 
 
 def _register_replay(sub: Any) -> None:
@@ -228,7 +265,7 @@ def _elsewhere(args: argparse.Namespace) -> Any:
         from vnc_use.fleet.executor import FleetExecutor
 
         url = fleet_commands.fleet_url(args.fleet)
-        moved = args.vnc if args.command != "run" else None
+        moved = getattr(args, "vnc", None) if args.command != "run" else None
         return FleetExecutor(url, label=getattr(args, "label", None), desktop=moved)
     return None
 

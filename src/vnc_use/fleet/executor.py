@@ -50,13 +50,14 @@ FLEET_REFUSES = {
     "rdp_password_env": "--rdp-password-env",
     "video": "--video/--no-video",
     "video_fps": "--video-fps",
+    "lease_timeout": "--lease-timeout",
 }
 """Options a fleet's run cannot honour (the worker's desktop, environment, database and runs
 folder apply), in the order a refusal names them. A later leg honours ``--vnc ADDR`` (the run
 moves to that desktop) and ``--max-cost`` (the run's cap from then on); its video settings
 are the run's own."""
 LEG_HONOURS = frozenset({"vnc", "max_cost"})
-RUN_HONOURS = frozenset({"video", "video_fps", "label"})
+RUN_HONOURS = frozenset({"video", "video_fps", "label", "lease_timeout"})
 
 
 class FleetExecutor:
