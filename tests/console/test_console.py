@@ -462,6 +462,22 @@ def test_nothing_is_served_without_the_token(console: ConsoleUnderTest) -> None:
     assert refused.value.response.status_code == 401
 
 
+def test_a_run_that_cannot_start_says_why(console: ConsoleUnderTest) -> None:
+    """The console has no Anthropic key: the run's leg fails, and the API (and the page) say
+    why in one line."""
+    with console.http() as http:
+        started = http.post("/api/runs", json={"task": "Click", "provider": "anthropic"})
+        assert started.status_code == 201, started.text
+        thread_id = started.json()["thread_id"]
+
+        def failed() -> Any:
+            found = http.get(f"/api/runs/{thread_id}").json()
+            return found if found["status"] == "error" and found["error"] else None
+
+        found = wait("the run's error", failed, 90)
+    assert "ANTHROPIC_API_KEY" in found["error"] and "\n" not in found["error"], found
+
+
 def test_the_api_answers_bad_input_and_states_in_one_line(console: ConsoleUnderTest) -> None:
     with console.http() as http:
         assert http.post("/api/runs", json={}).json() == {

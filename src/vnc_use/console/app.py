@@ -148,6 +148,7 @@ class Console:
         if s is not None:
             out.update(_summary_json(s))
             out["status"] = status
+            out["error"] = s.error or self.legs.leg_error(thread_id)
         return dict(self.redact(out))
 
 
