@@ -182,6 +182,12 @@ def test_a_run_started_from_the_form_shows_each_step_within_a_second(
     assert [(p["x"], p["y"]) for p in presses(probe)] == [a, b]
     steps = page.evaluate("document.querySelectorAll('#steps section.step').length")
     assert steps == 2
+    # after the end: the report's video, with a seek button per step, served in pieces
+    assert page.evaluate("!!document.getElementById('run-video')")
+    assert page.evaluate("document.querySelectorAll('#steps button.seek').length") == 2
+    with console.http() as http:
+        piece = http.get(f"/runs/{thread_id}/video.mp4", headers={"Range": "bytes=0-99"})
+    assert piece.status_code == 206 and len(piece.content) == 100
     assert page.evaluate("!!document.querySelector('svg.marker circle.crosshair')")
     console.seen_urls.update(page.requested_urls())
     assert not [p for p in page.problems() if "favicon" not in p], page.problems()
