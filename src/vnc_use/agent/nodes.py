@@ -153,7 +153,13 @@ def propose(state: CUAState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
             *update.get("contents", []),
             storable(history.model_turn(proposal.turn)),
         ]
-    if not calls:
+    if not calls and proposal.stop == "failed":  # the model itself says the task failed
+        why = proposal.stop_message or "the model reported that the task failed"
+        ctx.run.event("model_failed", node="propose", reason=why)
+        update.update(
+            status="failed", done=True, error=why, final_text=proposal.text, pending_calls=[]
+        )
+    elif not calls:
         update.update(status="done", done=True, final_text=proposal.text, pending_calls=[])
     else:
         update.update(

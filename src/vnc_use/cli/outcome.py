@@ -114,8 +114,22 @@ def print_outcome(result: RunResult, executor: Executor, args: argparse.Namespac
     elif executor.kind == "fleet":  # no events came here: the outcome is the one line
         print(json.dumps(_as_json(result), ensure_ascii=False))
     if result.status in ("error", "blocked") and result.error:
-        print(f"vnc-use: {result.error}", file=sys.stderr)
+        print(f"vnc-use: {_with_resume(result, executor, args)}", file=sys.stderr)
     return exit_code(result)
+
+
+def _with_resume(result: RunResult, executor: Executor, args: argparse.Namespace) -> str:
+    """An ``error`` run's message with the command that continues it (when it names none)."""
+    if result.status != "error":
+        return str(result.error)
+    command = f"vnc-use resume {result.thread_id}"
+    if executor.flags:
+        command += f" {executor.flags}"
+    elif getattr(args, "runs_dir", "runs") != "runs":
+        command += f" --runs-dir {args.runs_dir}"
+    if command.split(" --")[0] in str(result.error):
+        return str(result.error)
+    return f"{result.error} (continue it with: {command})"
 
 
 def exit_code(result: RunResult) -> int:

@@ -295,7 +295,10 @@ def _here(args: argparse.Namespace) -> int:
     # the local desktop starts only for a model that is ready (its key set); an RDP bridge
     # starts before the model's SDK loads, so an unreachable host is told within
     # --connect-timeout (the run still checks the key before anything is recorded)
-    planner = _planner(args, spec, saved) if spec.desktop.local else None
+    # approve and resume ask the model after acting: its key is checked before the desktop is
+    # touched (exit 2, the run left as it was)
+    early = spec.desktop.local or args.command in ("approve", "resume")
+    planner = _planner(args, spec, saved) if early else None
     thread_id = _thread_id(args)
     log_path = Path(spec.runs_dir) / thread_id / "freerdp.log"  # a replay's: its own folder
     with reach(spec.desktop, password=args.vnc_password, log_path=log_path) as reached:
@@ -357,6 +360,8 @@ def _planner(args: argparse.Namespace, spec: RunSpec, saved: dict[str, Any] | No
 
     if saved is not None and saved.get("provider") == "replay" and args.command != "replay":
         return planner_from_run(saved)
+    if args.command in ("approve", "resume"):
+        return open_planner(spec, ready=True)
     if not (args.command == "run" and spec.desktop.local):  # the run checks it before acting
         return open_planner(spec)
     try:

@@ -43,6 +43,7 @@ _FAILED_AS: dict[str, Outcome] = {
     RunStatus.TIMEOUT: "budget",
     RunStatus.COST_LIMIT: "budget",
     RunStatus.STUCK: "stuck",
+    RunStatus.FAILED: "failed",
 }
 
 
@@ -161,8 +162,10 @@ def describe_spec(spec: RunSpec) -> dict[str, Any]:
 
 
 def outcome_for(status: str, check_passed: bool) -> Outcome:
-    """The result's outcome from the run's status and whether the check passed."""
-    if check_passed:
+    """The result's outcome from the run's status and whether the check passed. A run the
+    model itself reported failed (``failed``) is never ``passed``: a success needs both the
+    check and a model that did not say it failed."""
+    if check_passed and status != RunStatus.FAILED:
         return "passed"
     return _FAILED_AS.get(RunStatus(status), "failed")
 
@@ -217,7 +220,9 @@ def run_task(
             return result("error", error=run.error, **common)
         say("check")
         check = commands.run(task.check, task.command_timeout)
-        problems = [] if check.ok else [f"check {check.describe()}", run.error]
+        problems = [] if check.ok else [f"check {check.describe()}"]
+        if run.error and (problems or run.status == RunStatus.FAILED):
+            problems.append(run.error)
         error = "; run: ".join(p for p in problems if p) or None
         return result(outcome_for(run.status, check.ok), error=error, **common)
     finally:

@@ -2,7 +2,8 @@
 
 A leg does what its action says unless the run's checkpoint says it already happened: a
 ``run`` leg whose thread has a checkpoint (a leg recovered after its worker died) continues
-it; an ``approve``/``deny`` leg of a run no longer waiting continues it. The action journal
+it, or returns its outcome as it is when it paused for a person meanwhile; an
+``approve``/``deny`` leg of a run no longer waiting continues it. The action journal
 (:mod:`vnc_use.store.journal`) keeps every action from being performed twice, and an action
 whose outcome is unknown is never re-sent blindly.
 """
@@ -97,6 +98,8 @@ def drive_leg(req: LegRequest, running: Callable[[VncUseAgent | None], None]) ->
             if req.action in ("approve", "deny") and snap.interrupts:
                 answer = agent.approve if req.action == "approve" else agent.deny
                 return answer(req.thread_id)
+            if snap.interrupts:  # a recovered leg of a run that paused for a person meanwhile
+                return agent.result(req.thread_id)
             return agent.resume(req.thread_id)
         finally:
             running(None)

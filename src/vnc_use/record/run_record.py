@@ -70,6 +70,8 @@ class RunRecord(BaseModel):
     connect_timeout: Number | None = None
     security: dict[str, Any] | None = None
     screen_region: str | None = None
+    local_desktop_dir: str | None = None
+    """The state folder of the managed local desktop the run acts on (its password is there)."""
     # the model and the run's budgets and behaviour
     provider: str | None = None
     model: str | None = None

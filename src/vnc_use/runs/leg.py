@@ -253,6 +253,8 @@ class RunHost:
         a run waiting for an approval is refused (:mod:`vnc_use.runs.rules`)."""
         snap = self._existing(thread_id)
         way = rules.check("resume", thread_id, run_state(snap))
+        if way in ("continue", "reopen"):
+            self._planner_of(thread_id).check_ready()  # before the desktop is touched
         folder = self._folder(thread_id)
         if way == "reopen":
             return self._continue_stopped(thread_id, folder, snap.values)
@@ -476,6 +478,7 @@ class RunHost:
             "connect_timeout": self.connect_timeout,
             "security": _security_json(security),
             "screen_region": str(self.screen_region) if self.screen_region else None,
+            **_local_desktop_dir(self._reach),
         }
 
     def _continue_stopped(
@@ -514,9 +517,25 @@ class RunHost:
         snap = self._existing(thread_id)
         rules.check(decision, thread_id, run_state(snap))
         folder = self._folder(thread_id)
+        if decision == safety.APPROVE:  # the model is asked after the action: its key first
+            self._planner_of(thread_id).check_ready()
         answer: Any = {"decision": decision, "reason": reason} if reason else decision
         with self._leased(thread_id):
+            if decision == safety.APPROVE:
+                self._connect_before_answering(thread_id)
             return self._invoke(Command(resume=answer), thread_id, folder)
+
+    def _connect_before_answering(self, thread_id: str) -> None:
+        """Reach the desktop before an approval is given to the run: a desktop that cannot
+        be reached (a password, a server that is down) leaves the run waiting, as it was."""
+        if self._given_desktop is not None:
+            return
+        try:
+            _ = self.controller
+        except (VncError, ConfigError) as exc:
+            raise type(exc)(
+                f"{exc} (run {thread_id} is still waiting for approval: nothing was done)"
+            ) from None
 
     @contextlib.contextmanager
     def _leased(self, thread_id: str) -> Iterator[None]:
@@ -780,3 +799,11 @@ def _security_json(security: Security | None) -> dict[str, Any] | None:
 def _plain_vnc(spec: RunSpec) -> bool:
     """A VNC address: reaching it starts nothing (no local desktop, no bridge)."""
     return not spec.desktop.local and not spec.desktop.rdp_server
+
+
+def _local_desktop_dir(reached: ReachedDesktop | None) -> dict[str, Any]:
+    """run.json's ``local_desktop_dir``: the state folder of the managed local desktop the
+    run acts on (approve/resume from another shell find its password there, or say so)."""
+    if reached is None or not reached.local_desktop_dir:
+        return {}
+    return {"local_desktop_dir": reached.local_desktop_dir}

@@ -87,12 +87,14 @@ class GridCall:
 
 @dataclass
 class Parsed:
-    """A parsed reply: calls to run, or a finish (``finished`` True, ``text`` the answer)."""
+    """A parsed reply: calls to run, or a finish (``finished`` True, ``text`` the answer;
+    ``failed`` True when the model ended the task saying it failed)."""
 
     calls: list[GridCall] = field(default_factory=list)
     finished: bool = False
     text: str = ""
     thought: str = ""
+    failed: bool = False
 
 
 class Dialect(Protocol):
@@ -264,6 +266,7 @@ class Translator:
         self.pointer = frame.pointer
         self.calls: list[GridCall] = []
         self.finish: str | None = None
+        self.failed = False
         self.source_id: str | None = None
         """The native tool call being translated (its id goes on each grid call)."""
 
@@ -283,18 +286,30 @@ class Translator:
         args["intent"] = self.intent or name.replace("_", " ")
         self.calls.append(GridCall(name, args, self.source_id))
 
-    def done(self, text: str) -> None:
-        """A finish action: the run ends with ``text`` (the first finish wins)."""
+    def done(self, text: str, *, failed: bool = False) -> None:
+        """A finish action: the run ends with ``text`` (the first finish wins); ``failed``:
+        the model's explicit report that the task failed (the run ends ``failed``)."""
         if self.finish is None:
             self.finish = text
+            self.failed = failed
 
     def result(self, thought: str) -> Parsed:
         """The translated reply: calls if any (a finish next to calls is not acted on)."""
         if self.calls:
             return Parsed(calls=self.calls, thought=thought)
         if self.finish is not None:
-            return Parsed(finished=True, text=self.finish or thought, thought=thought)
+            text = self.finish or thought
+            return Parsed(finished=True, text=text, thought=thought, failed=self.failed)
         raise ParseError("The answer holds no action.")
+
+
+_FAILURE_WORDS = frozenset({"failure", "fail", "failed"})
+
+
+def reports_failure(status: Any) -> bool:
+    """True for a ``terminate`` status that says the task failed (``"failure"``, the value
+    the Qwen and OpenCUA schemas declare, and its near spellings)."""
+    return isinstance(status, str) and status.strip().lower() in _FAILURE_WORDS
 
 
 def keys_of(value: Any) -> list[str]:
