@@ -4,9 +4,10 @@ anything listens."""
 from __future__ import annotations
 
 import socket
+import subprocess
 from pathlib import Path
 
-from cli_tools import run_cli
+from cli_tools import CLI, run_cli
 
 
 def test_options_that_cannot_work_are_refused_in_one_line(tmp_path: Path) -> None:
@@ -38,3 +39,21 @@ def test_a_port_in_use_is_named(tmp_path: Path) -> None:
     assert done.stderr.strip() == (
         f"vnc-use: the console cannot listen on 127.0.0.1:{port}: Address already in use"
     )
+
+
+def test_another_host_is_warned_about(tmp_path: Path) -> None:
+    """``--host`` other than 127.0.0.1 serves there with a warning (127.0.0.2: still this
+    machine only, for the test)."""
+    argv = [*CLI, "console", "--runs-dir", str(tmp_path / "runs"), "--host", "127.0.0.2"]
+    proc = subprocess.Popen(
+        [*argv, "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        warning = proc.stderr.readline()
+        url = proc.stdout.readline()
+    finally:
+        proc.terminate()
+        proc.wait(20)
+    assert warning.startswith("vnc-use: warning: the console listens on 127.0.0.2"), warning
+    assert url.startswith("vnc-use console: http://127.0.0.2:"), url
