@@ -32,6 +32,15 @@ COVERED: list[tuple[str, tuple[str, ...]]] = [
             "test_readme_offline_flow_with_the_stand_in_command",
         ),
     ),
+    # the web console (docs/console.md)
+    (
+        r"vnc-use console --vnc \S+ --runs-dir \S+",
+        ("test_a_run_started_from_the_form_shows_each_step_within_a_second",),
+    ),
+    (
+        r"vnc-use console --fleet \S+ --runs-dir \S+",
+        ("test_the_console_over_a_fleet_starts_approves_and_lists_the_fleets_runs",),
+    ),
     # a fleet of desktop hosts (docs/fleet.md)
     (
         r"vnc-use worker --database \S+ --worker-id \S+ --runs-dir \S+ --vnc( \S+)+",
@@ -138,6 +147,10 @@ COVERED: list[tuple[str, tuple[str, ...]]] = [
             "test_denial_from_the_shell",
             "test_kill_9_mid_run_then_resume_from_a_new_process",
         ),
+    ),
+    (
+        r"vnc-use stop 3f2a9c1d0b7e",
+        ("test_stop_refuses_a_run_that_is_not_running_and_records_one_for_a_run_that_is",),
     ),
     (
         r"vnc-use run --vnc desk-01::5901 --runs-dir /shared/runs --confirm click_at --task"
@@ -308,8 +321,13 @@ def test_the_front_page_is_short_and_its_links_land() -> None:
         assert path.is_file(), link
         if anchor:
             assert anchor in _anchors(path), link
-    (image,) = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
-    assert (ROOT / image).is_file() and (ROOT / image).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    images = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
+    assert images == [
+        "docs/images/report.png",
+        "docs/images/console.png",
+    ]  # the report, the console
+    for image in images:
+        assert (ROOT / image).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_every_page_is_in_the_nav() -> None:

@@ -92,7 +92,8 @@ def task_spec(base: RunSpec, task: Task, desktop: EvalDesktop, runs_dir: str) ->
 
 
 class AgentRunner:
-    """:class:`~vnc_use.runs.agent.VncUseAgent` in this process, one per task.
+    """The task's run in this process (:class:`~vnc_use.runs.executor.LocalExecutor`), one
+    executor per task.
 
     ``spec`` is what every task's run shares (the model, the default budgets, whether an
     action that asks for confirmation is approved: ``hitl_mode``; otherwise such an action
@@ -112,27 +113,28 @@ class AgentRunner:
     def run(
         self, task: Task, desktop: EvalDesktop, thread_id: str, say: Callable[[str], None]
     ) -> AgentOutcome:
-        from vnc_use.runs.agent import VncUseAgent
+        from vnc_use.runs.executor import LocalExecutor
 
         def on_event(event: dict[str, Any]) -> None:
             if event.get("event") == "action":
                 say(f"step {event.get('step')}: {event.get('name')}")
 
         spec = task_spec(self.spec, task, desktop, str(self.runs_dir))
-        with VncUseAgent.from_spec(
-            spec, reached=desktop.reached, vnc_password=desktop.password, on_event=on_event
-        ) as agent:
+        executor = LocalExecutor(
+            self.runs_dir, reached=desktop.reached, vnc_password=desktop.password, on_event=on_event
+        )
+        with executor:
             with self._lock:
                 if self._stopped:
                     return AgentOutcome(RunStatus.INTERRUPTED, 0, thread_id, None)
-                self._live.add(agent)
+                self._live.add(executor)
             try:
-                result = agent.run(task=task.task, thread_id=thread_id)
+                result = executor.start(spec, task.task, thread_id)
                 while result.status == RunStatus.AWAITING_APPROVAL and not self._stopped:
-                    result = agent.approve(thread_id)
+                    result = executor.answer(thread_id, "approve")
             finally:
                 with self._lock:
-                    self._live.discard(agent)
+                    self._live.discard(executor)
         report = Path(result.run_dir) / "report.html"
         return AgentOutcome(
             str(result.status),
@@ -146,8 +148,8 @@ class AgentRunner:
     def stop(self) -> None:
         with self._lock:
             self._stopped = True
-            for agent in self._live:
-                agent.request_stop()
+            for executor in self._live:
+                executor.request_stop()
 
 
 def describe_spec(spec: RunSpec) -> dict[str, Any]:

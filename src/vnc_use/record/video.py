@@ -41,6 +41,7 @@ from typing import IO, Any, Protocol
 
 from PIL import Image, ImageDraw
 
+from vnc_use.desktops.base import recordable
 from vnc_use.desktops.frametap import MARK_SECONDS, InputMark, TapFrame
 
 __all__ = [
@@ -119,13 +120,14 @@ def read_segments(run_dir: str | Path) -> list[VideoSegment]:
 
 
 def record_desktop(desktop: Any, run_dir: str | Path, fps: float) -> VideoRecorder | None:
-    """Start a segment fed by ``desktop``'s connection (a VNC connection, which has
-    ``start_recording``); None for a desktop that cannot be recorded."""
-    start = getattr(desktop, "start_recording", None)
-    if not callable(start):
+    """Start a segment fed by ``desktop``'s connection (a
+    :class:`~vnc_use.desktops.base.Recordable` desktop); None for one that cannot be
+    recorded."""
+    found = recordable(desktop)
+    if found is None:
         return None
     recorder = VideoRecorder(run_dir, fps).start()
-    start(recorder)
+    found.start_recording(recorder)
     return recorder
 
 
@@ -133,10 +135,10 @@ def stop_recording(desktop: Any, recorder: VideoRecorder | None) -> None:
     """Stop feeding ``recorder`` from ``desktop`` and finish its segment."""
     if recorder is None:
         return
-    stop = getattr(desktop, "stop_recording", None)
+    found = recordable(desktop)
     try:
-        if callable(stop):
-            stop()
+        if found is not None:
+            found.stop_recording()
     finally:
         recorder.close()
 

@@ -35,7 +35,7 @@ from vnc_use.record.video import read_segments
 from vnc_use.status import RunStatus
 from vnc_use.version import __version__
 
-__all__ = ["STATUS_TEXT", "render_html"]
+__all__ = ["REPORT_CSS", "STATUS_TEXT", "render_html", "render_parts"]
 
 STATUS_TEXT: dict[str, str] = {
     RunStatus.DONE: "Done",
@@ -401,7 +401,8 @@ class _Page:
             f'<div class="shots">{expected}{actual}</div></section>'
         )
 
-    def render(self) -> str:
+    def main(self) -> str:
+        """The player (when the run was recorded) and the steps, notes and divergences."""
         v = self.view
         body = []
         index = 0
@@ -415,6 +416,10 @@ class _Page:
                 body.append(self.note(item))
         if not body:
             body.append('<div class="note">No steps yet.</div>')
+        return f"{player(v.steps, self.video, self.poster())}{''.join(body)}"
+
+    def render(self) -> str:
+        v = self.view
         settings = escape(json.dumps(v.settings, indent=1, ensure_ascii=False))
         written = timefmt.when(time.time(), zone=True)
         return (
@@ -423,7 +428,7 @@ class _Page:
             '<link rel="icon" href="data:,">'
             f"<title>vnc-use run {escape(v.thread_id)}: {escape(v.task[:80])}</title>"
             f"<style>{_CSS}{PLAYER_CSS}</style></head><body>{self.header()}"
-            f"<main>{player(v.steps, self.video, self.poster())}{''.join(body)}</main>"
+            f"<main>{self.main()}</main>"
             f"<footer><details><summary>Settings of the run</summary><pre>{settings}</pre>"
             f"</details><p>Written by vnc-use {escape(__version__)} at {escape(written)}"
             f" from <code>events.jsonl</code>.</p></footer></body></html>\n"
@@ -493,6 +498,21 @@ def _svg(m: Marker) -> str:
         f'xmlns="http://www.w3.org/2000/svg" role="img" aria-label="{escape(m.label)}">'
         f"{''.join(shapes)}</svg>"
     )
+
+
+REPORT_CSS = _CSS + PLAYER_CSS
+"""The report's style sheet (the console's run page uses it too)."""
+
+
+def render_parts(view: RunView, *, video: bool = True) -> tuple[str, str]:
+    """The report's header and its main part (player, steps), for a page of its own (the
+    console's run page); screenshots and the video are referred to relative to the run
+    folder (``screenshots/<sha256>.png``, ``video.mp4``). ``video=False`` leaves the player
+    out (a run still recording)."""
+    page = _Page(view, embed=False)
+    if not video:
+        page.video = []
+    return page.header(), page.main()
 
 
 def render_html(view: RunView, *, embed: bool = False, embed_video: bool = False) -> str:
