@@ -21,6 +21,16 @@ Run: ``python benchmarks/step_overhead.py`` (about 3 minutes on 2 cores);
 ``--steps``, ``--trials`` and ``--long-steps`` change the sizes, ``--long-steps 0`` skips 4.
 ``--proxy-delay MS`` puts a delaying TCP proxy (:mod:`vnc_use.testing.delay_proxy`, MS each
 way) between the agent and the desktop in sections 1-3: a link with a long round trip.
+
+Where the time goes (issue 43): section 1 runs each block of steps in a child process of its
+own (``--measure``), which times the parts of every step with wrappers around vnc-use's
+functions (settle wait, capture, encode, checkpoint, journal, events and run files, request
+build, response parse, video) and reports them as milliseconds per step with the *overlap*
+(the parts' sum minus the step's wall time: what ran beside the settle wait). ``--load N``
+measures sections 1 and 3 twice, idle and with N CPU-bound processes beside the run.
+``--baseline PATH`` measures another checkout (its ``PATH/.venv``, e.g. a ``git worktree`` of
+main) in the same blocks, alternating with this one on the same desktop, and prints the
+ratios. ``--quick`` (CI) measures section 1 only, idle, without the fixed-sleep variant.
 """
 
 from __future__ import annotations
@@ -175,40 +185,290 @@ def row(name: str, values: list[float], unit: str = "ms") -> str:
 # ----------------------------------------------------------------------------------- sections
 
 
-def section_overhead(desk: TestDesktop, tmp: Path, steps: int) -> None:
-    """(a) settle detection vs (b) fixed 0.5 s, alternating blocks in the same run."""
-    variants = {
-        "settle detection": AgentSettings(),
-        "fixed 0.5 s sleep": AgentSettings(settle_fixed_s=0.5),
-    }
-    per: dict[str, list[float]] = {name: [] for name in variants}
-    waited: list[float] = []
-    encoded: list[float] = []
-    blocks = 2
-    block_steps = max(1, -(-steps // blocks))
-    runs = tmp / "runs-overhead"
-    for block in range(blocks):
-        for v, (name, settings) in enumerate(variants.items()):
-            with TimedStandIn(clicker(block_steps, seed=block * 10 + v)) as api:
-                thread = f"b{block}-v{v}"
-                run_agent(desk, runs, thread, block_steps, settings)
-                per[name] += overheads(api.times)[:block_steps]
-            if v == 0:
-                shots = events(runs, thread, "screenshot")[1:]  # after each action
-                waited += [e["waited_ms"] for e in shots]
-                encoded += [e["encode_ms"] for e in shots]
-    detect, fixed = per["settle detection"], per["fixed 0.5 s sleep"]
-    print(f"1. Step overhead: model answer -> next request, {len(detect)} steps per variant (ms)")
-    print(row("(a) settle detection", detect))
-    print(row("      of which: settle wait (screenshot event)", waited))
-    print(row("      of which: PNG encode", encoded))
-    print(row("(b) fixed 0.5 s sleep, then a full frame", fixed))
-    ratio = statistics.median(detect) / statistics.median(fixed)
+PARTS = (
+    "settle wait",
+    "capture",
+    "encode",
+    "checkpoint",
+    "journal",
+    "events + step files",
+    "model exchange files",
+    "request build",
+    "response parse",
+    "video (agent side)",
+    "stall check",
+)
+"""The parts of a step the measuring child times (milliseconds per step)."""
+
+
+class PartTimer:
+    """Wall time spent in vnc-use's functions, by part (wrappers installed in a child)."""
+
+    def __init__(self) -> None:
+        self.spent: dict[str, float] = dict.fromkeys(PARTS, 0.0)
+        self.entered: list[float] = []
+        self.left: list[float] = []
+
+    def wrap(self, owner: Any, name: str, part: str) -> None:
+        fn = getattr(owner, name)
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.spent[part] += time.perf_counter() - t0
+
+        setattr(owner, name, timed)
+
+    def install(self) -> None:
+        """Wrap the functions each part runs in (in this process only)."""
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        import vnc_use.desktops.settle as settle_module
+        from vnc_use.record.folder import RunFolder
+        from vnc_use.record.video import VideoRecorder
+        from vnc_use.store.journal import Journal
+
+        original = VNCController.settled_frame
+
+        def settled_frame(vnc: Any, policy: Any, *args: Any) -> Any:
+            t0 = time.perf_counter()
+            image, result = original(vnc, policy, *args)
+            total = time.perf_counter() - t0
+            self.spent["settle wait"] += result.waited_ms / 1000
+            self.spent["capture"] += max(0.0, total - result.waited_ms / 1000)
+            return image, result
+
+        VNCController.settled_frame = settled_frame  # type: ignore[method-assign]
+        self.wrap(settle_module, "encode_screenshot", "encode")
+        for name in ("put", "put_writes"):
+            self.wrap(SqliteSaver, name, "checkpoint")
+        for name in ("outcome", "dispatched", "done", "resolved"):
+            self.wrap(Journal, name, "journal")
+        for name in ("event", "write_step", "put_screenshot"):
+            self.wrap(RunFolder, name, "events + step files")
+        self.wrap(RunFolder, "write_model_exchange", "model exchange files")
+        self.wrap(VideoRecorder, "offer", "video (agent side)")
+        import vnc_use.agent.act as act_module
+
+        self.wrap(act_module, "_stall_check", "stall check")
+        propose = GeminiComputerUse.propose
+
+        def timed_propose(planner: Any, *args: Any, **kwargs: Any) -> Any:
+            self.entered.append(time.monotonic())
+            try:
+                return propose(planner, *args, **kwargs)
+            finally:
+                self.left.append(time.monotonic())
+
+        GeminiComputerUse.propose = timed_propose  # type: ignore[method-assign]
+
+
+def measure_block(argv: list[str]) -> int:
+    """Child (``--measure SERVER RUNS THREAD STEPS SEED VIDEO FIXED``): one run of clicks with
+    the parts timed; prints one JSON line (its overheads and parts, ms)."""
+    server, runs, thread, steps, seed, video, fixed = argv
+    n = int(steps)
+    timer = PartTimer()
+    timer.install()
+    settings = AgentSettings(settle_fixed_s=float(fixed)) if float(fixed) > 0 else AgentSettings()
+    with TimedStandIn(clicker(n, seed=int(seed))) as api:
+        agent = VncUseAgent(
+            vnc_server=server,
+            vnc_password=os.environ["VNC_PASSWORD"],
+            runs_dir=runs,
+            step_limit=n + 1,
+            planner=GeminiComputerUse(**FAST),
+            settings=settings,
+            video=video == "1",
+        )
+        try:
+            result = agent.run(task="Click the points I ask for, one by one", thread_id=thread)
+        finally:
+            agent.close()
+    if result.status not in ("done", "stuck"):  # stuck: its steps are measured all the same
+        print(json.dumps({"error": f"run {thread} ended {result.status}: {result.error}"}))
+        return 1
+    times = api.times
+    build = [
+        (times[i][0] - timer.entered[i]) * 1000
+        for i in range(1, min(len(times), len(timer.entered)))
+    ]
+    parse = [
+        (timer.left[i] - times[i][1]) * 1000 for i in range(min(len(times), len(timer.left)) - 1)
+    ]
+    parts = {k: v * 1000 / n for k, v in timer.spent.items()}
+    parts["request build"] = sum(build) / n
+    parts["response parse"] = sum(parse) / n
+    note = None if result.status == "done" else f"{thread} ended {result.status}: {result.error}"
+    print(json.dumps({"overheads": overheads(times)[:n], "parts": parts, "note": note}))
+    return 0
+
+
+def _python_of(checkout: Path | None) -> str:
+    """The interpreter of a checkout's own venv (None: this one)."""
+    return sys.executable if checkout is None else str(checkout / ".venv" / "bin" / "python")
+
+
+def run_block(
+    checkout: Path | None,
+    desk: TestDesktop,
+    runs: Path,
+    thread: str,
+    steps: int,
+    seed: int,
+    video: bool,
+    fixed: float = 0.0,
+    address: str | None = None,
+) -> dict[str, Any]:
+    """One measured run in a child process of ``checkout``'s interpreter."""
+    argv = [
+        _python_of(checkout),
+        __file__,
+        "--measure",
+        address or desk.server,
+        str(runs),
+        thread,
+        str(steps),
+        str(seed),
+        "1" if video else "0",
+        str(fixed),
+    ]
+    env = {**os.environ, "VNC_PASSWORD": desk.password}
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=900, check=False)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        raise RuntimeError(f"measuring {thread} failed: {proc.stderr[-2000:]}{proc.stdout[-500:]}")
+    data: dict[str, Any] = json.loads(lines[-1])
+    return data
+
+
+@contextmanager
+def cpu_load(n: int) -> Iterator[None]:
+    """``n`` CPU-bound processes for the duration (``--load N``)."""
+    hogs = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"], stdin=subprocess.DEVNULL)
+        for _ in range(n)
+    ]
+    try:
+        yield
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+
+
+def machine_load() -> str:
+    """The machine's load average and CPU pressure, for the record."""
+    one, five, _ = os.getloadavg()
+    text = f"load average {one:.1f} (1 min) / {five:.1f} (5 min) on {os.cpu_count()} cores"
+    try:
+        some = Path("/proc/pressure/cpu").read_text().split()[1]
+        text += f", CPU pressure {some.replace('avg10=', 'some avg10 ')}%"
+    except (OSError, IndexError):
+        pass
+    return text
+
+
+def _print_overhead(
+    per: dict[str, list[float]],
+    parts: dict[str, dict[str, float]],
+    loads: list[str],
+    load: int,
+    steps: int,
+    blocks: int,
+    baseline: Path | None,
+    fixed: bool,
+) -> None:
+    """Section 1's table: overheads, their parts, the overlap and the ratios."""
+    variants = list(per)
+    where = f"{load} CPU-bound processes beside the run" if load else "no extra load"
     print(
-        f"  ratio (a)/(b) at p50: {ratio:.2f}   targets: (a) p50 <= 150 ms "
-        f"[{'met' if statistics.median(detect) <= 150 else 'MISSED'}], ratio <= 0.35 "
-        f"[{'met' if ratio <= 0.35 else 'MISSED'}]"
+        f"1. Step overhead: model answer -> next request ({where}), {steps} "
+        f"steps per variant in {blocks} alternating blocks (ms)"
     )
+    print(f"   machine during the blocks: {loads[0]}; ... {loads[-1]}")
+    for name, values in per.items():
+        print(row(name, values))
+    print("   parts, ms per step (mean)" + "".join(f" | {n[:22]:>22}" for n in variants))
+    for part in PARTS:
+        cells = "".join(f" | {parts[n][part]:22.1f}" for n in variants)
+        print(f"     {part:25}{cells}")
+    sums = {n: sum(parts[n].values()) for n in variants}
+    means = {n: statistics.fmean(per[n]) for n in variants}
+    print(f"     {'sum of the parts':25}" + "".join(f" | {sums[n]:22.1f}" for n in variants))
+    print(f"     {'step overhead (mean)':25}" + "".join(f" | {means[n]:22.1f}" for n in variants))
+    print(
+        f"     {'overlap (sum - step)':25}"
+        + "".join(f" | {max(0.0, sums[n] - means[n]):22.1f}" for n in variants)
+    )
+    on, off = per["this, video on (default)"], per["this, --no-video"]
+    print(
+        f"  video on / --no-video at p50: {statistics.median(on) / statistics.median(off):.3f}x "
+        "(goal <= 1.05x)"
+    )
+    if baseline is not None:
+        for mine, theirs in (
+            ("this, video on (default)", "baseline, video on"),
+            ("this, --no-video", "baseline, --no-video"),
+        ):
+            r50 = statistics.median(per[mine]) / statistics.median(per[theirs])
+            r95 = pct(per[mine], 0.95) / pct(per[theirs], 0.95)
+            print(f"  {mine} / {theirs}: p50 {r50:.2f}x, p95 {r95:.2f}x")
+    if fixed:
+        ratio = statistics.median(on) / statistics.median(per["this, fixed 0.5 s sleep"])
+        print(f"  settle detection / fixed 0.5 s sleep at p50: {ratio:.2f} (target <= 0.35)")
+
+
+def section_overhead(
+    desk: TestDesktop,
+    tmp: Path,
+    steps: int,
+    *,
+    baseline: Path | None,
+    load: int,
+    blocks: int,
+    fixed: bool,
+) -> dict[str, list[float]]:
+    """Step overhead by variant, in alternating blocks (each run in a child), with its parts."""
+    variants: dict[str, tuple[Path | None, bool, float]] = {
+        "this, video on (default)": (None, True, 0.0),
+        "this, --no-video": (None, False, 0.0),
+    }
+    if baseline is not None:
+        variants["baseline, video on"] = (baseline, True, 0.0)
+        variants["baseline, --no-video"] = (baseline, False, 0.0)
+    if fixed:
+        variants["this, fixed 0.5 s sleep"] = (None, False, 0.5)
+    per: dict[str, list[float]] = {name: [] for name in variants}
+    parts: dict[str, dict[str, float]] = {name: dict.fromkeys(PARTS, 0.0) for name in variants}
+    block_steps = max(1, -(-steps // blocks))
+    runs = tmp / f"runs-overhead-load{load}"
+    loads: list[str] = []
+    with cpu_load(load), vnc_address(desk) as address:
+        for block in range(blocks):
+            for v, (name, (checkout, video, sleep)) in enumerate(variants.items()):
+                data = run_block(
+                    checkout,
+                    desk,
+                    runs,
+                    f"b{block}-v{v}",
+                    block_steps,
+                    block * 10 + v,
+                    video,
+                    sleep,
+                    address,
+                )
+                per[name] += data["overheads"]
+                if data.get("note"):
+                    print(f"  ({name}: {data['note'][:160]})")
+                for part, ms in data["parts"].items():
+                    if part in parts[name]:
+                        parts[name][part] += ms / blocks
+            loads.append(machine_load())
+    _print_overhead(per, parts, loads, load, block_steps * blocks, blocks, baseline, fixed)
+    return per
 
 
 def _pillow(image: Image.Image, level: int) -> Callable[[], bytes]:
@@ -303,60 +563,99 @@ def section_capture(desk: TestDesktop, runs: int) -> None:
         print(f"    {name:46} p50 {statistics.median(times):6.1f} ms  {size}")
 
 
-def section_animated(tmp: Path, trials: int) -> None:
+def _direct_rules(
+    desk: TestDesktop, log: ProbeLog, centre: tuple[int, int], trials: int
+) -> dict[str, int]:
+    """The animated app driven directly: the previous rule and the peers' fixed sleep."""
+
+    def naive(vnc: VNCController) -> Image.Image:
+        frame = vnc.screenshot()
+        while True:
+            time.sleep(0.02)
+            nxt = vnc.screenshot()
+            if nxt.tobytes() == frame.tobytes():
+                return nxt
+            frame = nxt
+
+    def fixed(vnc: VNCController) -> Image.Image:
+        time.sleep(0.5)
+        return vnc.screenshot()
+
+    compared: dict[str, int] = {}
+    with vnc_address(desk) as server, VNCController().connect(server, desk.password) as vnc:
+        for name, take in (("previous rule: two equal frames", naive), ("fixed 0.5 s", fixed)):
+            ok = 0
+            for i in range(trials):
+                log.clear()
+                vnc.click(80 + 17 * i, 300 + 11 * i)
+                frame = take(vnc)
+                final = log.wait_type("animated", timeout=5)["color"]
+                ok += "#{:02x}{:02x}{:02x}".format(*frame.getpixel(centre)) == final
+            compared[name] = ok
+    return compared
+
+
+def _catch(
+    desk: TestDesktop,
+    log: ProbeLog,
+    centre: tuple[int, int],
+    runs: Path,
+    address: str,
+    checkout: Path | None,
+    thread: str,
+    trials: int,
+) -> tuple[int, float]:
+    """One agent run of clicks on the animated app: screenshots that show the final state,
+    and the settle wait's p50 (ms)."""
+    log.clear()
+    run_block(checkout, desk, runs, thread, trials, 99, True, 0.0, address)
+    finals = [e["final"] for e in log.events("animation")]
+    shots = [e["screenshot"] for e in events(runs, thread, "action")]
+    seen = [
+        "#{:02x}{:02x}{:02x}".format(
+            *Image.open(runs / thread / "screenshots" / f"{sha}.png")
+            .convert("RGB")
+            .getpixel(centre)
+        )
+        for sha in shots
+    ]
+    ok = sum(a == b for a, b in zip(finals, seen, strict=True))
+    waits = [e["waited_ms"] for e in events(runs, thread, "screenshot")[1:]]
+    return ok, statistics.median(waits)
+
+
+def section_animated(
+    tmp: Path, trials: int, *, baseline: Path | None, loads: list[int], direct: bool
+) -> None:
     """An app that animates for 300 ms, starting 40 ms after each click."""
+    checkouts: dict[str, Path | None] = {"this": None}
+    if baseline is not None:
+        checkouts["baseline"] = baseline
+    caught: dict[tuple[str, int], tuple[int, float]] = {}
     with TestDesktop(WIDTH, HEIGHT) as desk:
         log, ready = start_probe(desk, tmp, "--animate", "300", "--animate-delay", "40")
         x0, y0, x1, y1 = ready["panel"]
         centre = ((x0 + x1) // 2, (y0 + y1) // 2)
         runs = tmp / "runs-animated"
-        log.clear()
-        with TimedStandIn(clicker(trials, seed=99)):
-            run_agent(desk, runs, "animated", trials, AgentSettings())
-        finals = [e["final"] for e in log.events("animation")]
-        shots = [e["screenshot"] for e in events(runs, "animated", "action")]
-        seen = [
-            "#{:02x}{:02x}{:02x}".format(
-                *Image.open(runs / "animated" / "screenshots" / f"{sha}.png").getpixel(centre)
-            )
-            for sha in shots
-        ]
-        agent_ok = sum(a == b for a, b in zip(finals, seen, strict=True))
-        waits = [e["waited_ms"] for e in events(runs, "animated", "screenshot")[1:]]
-
-        # the same app driven directly: the previous rule and the peers' fixed sleep
-        def naive(vnc: VNCController) -> Image.Image:
-            frame = vnc.screenshot()
-            while True:
-                time.sleep(0.02)
-                nxt = vnc.screenshot()
-                if nxt.tobytes() == frame.tobytes():
-                    return nxt
-                frame = nxt
-
-        def fixed(vnc: VNCController) -> Image.Image:
-            time.sleep(0.5)
-            return vnc.screenshot()
-
-        direct: dict[str, int] = {}
-        with vnc_address(desk) as server, VNCController().connect(server, desk.password) as vnc:
-            for name, take in (("previous rule: two equal frames", naive), ("fixed 0.5 s", fixed)):
-                ok = 0
-                for i in range(trials):
-                    log.clear()
-                    vnc.click(80 + 17 * i, 300 + 11 * i)
-                    frame = take(vnc)
-                    final = log.wait_type("animated", timeout=5)["color"]
-                    ok += "#{:02x}{:02x}{:02x}".format(*frame.getpixel(centre)) == final
-                direct[name] = ok
-    print("3. Animated app (300 ms animation starting 40 ms after the click)")
-    print(
-        f"  settle detection (full agent): final state in {agent_ok}/{trials} screenshots "
-        f"[target {trials}/{trials}: {'met' if agent_ok == trials else 'MISSED'}]; "
-        f"settle wait p50 {statistics.median(waits):.0f} ms"
-    )
-    for name, ok in direct.items():
-        print(f"  {name + ' (direct)':46} final state in {ok}/{trials}")
+        with vnc_address(desk) as address:
+            for load in loads:
+                with cpu_load(load):
+                    for name, checkout in checkouts.items():
+                        thread = f"animated-{name}-load{load}"
+                        caught[(name, load)] = _catch(
+                            desk, log, centre, runs, address, checkout, thread, trials
+                        )
+        compared = _direct_rules(desk, log, centre, trials) if direct else {}
+    print("3. Animated app (300 ms animation starting 40 ms after the click), the full agent")
+    for (name, load), (ok, wait) in caught.items():
+        where = f"{load} CPU-bound processes beside it" if load else "idle"
+        print(
+            f"  {name + ', ' + where:46} final state in {ok}/{trials} screenshots "
+            f"[target {trials}/{trials}: {'met' if ok == trials else 'MISSED'}]; settle wait "
+            f"p50 {wait:.0f} ms"
+        )
+    for name, ok in compared.items():
+        print(f"  {name + ' (direct, idle)':46} final state in {ok}/{trials}")
 
 
 def section_long(desk: TestDesktop, tmp: Path, steps: int) -> None:
@@ -448,12 +747,37 @@ def main() -> int:
         metavar="MS",
         help="reach the desktop through a proxy adding MS ms each way (sections 1-3)",
     )
+    parser.add_argument(
+        "--load",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also measure sections 1 and 3 with N CPU-bound processes beside the run",
+    )
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="a checkout with its own .venv to measure in alternating blocks (e.g. main)",
+    )
+    parser.add_argument("--blocks", type=int, default=2, help="alternating blocks (section 1)")
+    parser.add_argument(
+        "--quick", action="store_true", help="section 1 only, idle, no fixed-sleep variant"
+    )
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--measure", nargs=7, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         return child_run(args.child[0], args.child[1], int(args.child[2]))
+    if args.measure:
+        return measure_block(args.measure)
     if args.proxy_delay < 0:
         parser.error(f"--proxy-delay must not be negative, got {args.proxy_delay:g}")
+    if args.load < 0 or args.blocks < 1:
+        parser.error("--load must not be negative and --blocks must be at least 1")
+    if args.baseline is not None and not (args.baseline / ".venv" / "bin" / "python").is_file():
+        parser.error(f"--baseline {args.baseline} has no .venv/bin/python; create its venv first")
     global PROXY_DELAY_MS
     PROXY_DELAY_MS = args.proxy_delay
     os.environ["GOOGLE_API_KEY"] = DUMMY_KEY
@@ -465,14 +789,28 @@ def main() -> int:
         f"vnc-use step overhead benchmark: {WIDTH}x{HEIGHT} TigerVNC, busy probe, "
         f"stand-in model{link}"
     )
+    print(f"machine at the start: {machine_load()}")
+    loads = [0, args.load] if args.load and not args.quick else [0]
     with TestDesktop(WIDTH, HEIGHT) as desk, tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         start_probe(desk, tmp)
-        section_overhead(desk, tmp, max(30, args.steps))
-        section_capture(desk, 40)
-        section_animated(tmp, max(30, args.trials))
-        if args.long_steps > 0:
-            section_long(desk, tmp, max(50, args.long_steps))
+        for load in loads:
+            section_overhead(
+                desk,
+                tmp,
+                max(30, args.steps),
+                baseline=args.baseline,
+                load=load,
+                blocks=args.blocks,
+                fixed=not args.quick and load == 0,
+            )
+        if not args.quick:
+            section_capture(desk, 40)
+            section_animated(
+                tmp, max(30, args.trials), baseline=args.baseline, loads=loads, direct=True
+            )
+            if args.long_steps > 0:
+                section_long(desk, tmp, max(50, args.long_steps))
     print(f"(benchmark took {time.monotonic() - started:.0f} s)")
     return 0
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import json
+import multiprocessing
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -172,6 +173,43 @@ def test_animation_is_captured_in_its_final_state(
             == done["color"]
             == "#{:02x}{:02x}{:02x}".format(*animation_color(done["n"]))
         )
+
+
+def _hog() -> None:  # pragma: no cover - runs in a child process until killed
+    while True:
+        pass
+
+
+@pytest.fixture
+def two_cpu_hogs() -> Iterator[None]:
+    """Two CPU-bound processes beside the test for its duration (issue 43)."""
+    ctx = multiprocessing.get_context("spawn")
+    hogs = [ctx.Process(target=_hog, daemon=True) for _ in range(2)]
+    for hog in hogs:
+        hog.start()
+    try:
+        yield
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.join(timeout=10)
+
+
+def test_animation_is_captured_in_its_final_state_beside_two_cpu_hogs(
+    animated: AnimatedProbe, avnc: VNCController, two_cpu_hogs: None
+) -> None:
+    """The same with two busy processes beside it: the probe's frames come later and further
+    apart, and every screenshot still shows the end of the animation it caused (the quiet
+    period starts at the fence's answer and grows with the gaps between the frames)."""
+    avnc.settled_frame(POLICY)
+    for i in range(6):
+        animated.log.clear()
+        avnc.click(*animated.click_point(i))
+        shot = capture_settled(avnc, quiet=QUIET, max_wait=5.0)
+        done = animated.log.wait_type("animated", timeout=20)
+        assert shot.settled
+        frame = Image.open(io.BytesIO(shot.png))
+        assert animated.colour(frame) == done["color"], f"click {i}: the animation's end missed"
 
 
 def test_never_settling_screen_is_capped(animated: AnimatedProbe, avnc: VNCController) -> None:

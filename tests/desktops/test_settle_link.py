@@ -51,6 +51,10 @@ class SimulatedLink:
     applied: set[int] = field(default_factory=set)
     wants_changes: bool = False
     wants_now: list[Rect] = field(default_factory=list)
+    #: Server time the action arrives (TCP keeps order: nothing sent after it arrives
+    #: before it); a link that holds the action back and then delivers it together with
+    #: requests sent later (jitter, a busy relay) has it later than ``delay``.
+    input_at: float = 0.0
     # client side
     received: set[int] = field(default_factory=set)
     last_applied_at_send: set[int] = field(default_factory=set)
@@ -67,7 +71,8 @@ class SimulatedLink:
     # UpdateChannel (client side) -------------------------------------------------------
     def request(self, *, incremental: bool, marker: bool = False) -> None:
         region = MARKER if marker else (0, 0, *SCREEN)
-        self.at(self.now + self.delay, lambda: self._server_request(incremental, region))
+        arrives = max(self.now + self.delay, self.input_at)
+        self.at(arrives, lambda: self._server_request(incremental, region))
 
     def call_later(self, delay: float, fn: Callable[[], None]) -> _Timer:
         timer = _Timer()
@@ -112,10 +117,13 @@ class SimulatedLink:
         self.at(self.now + self.delay, arrive)
 
 
-def _wait(delay: float, changes: list[tuple[float, Rect]], policy: SettlePolicy) -> SimulatedLink:
+def _wait(
+    delay: float, changes: list[tuple[float, Rect]], policy: SettlePolicy, held: float = 0.0
+) -> SimulatedLink:
     """One settle wait right after an action sent at time 0 (it reaches the server at
-    ``delay``); the app draws ``changes`` (offsets after that)."""
-    link = SimulatedLink(delay)
+    ``delay + held``); the app draws ``changes`` (offsets after that)."""
+    link = SimulatedLink(delay, input_at=delay + held)
+    delay += held
     results: list[WatchResult] = []
     watcher = UpdateWatcher(
         link, policy, screen_size=SCREEN, synced=True, done=results.append, clock=lambda: link.now
@@ -157,3 +165,53 @@ def test_no_request_is_left_outstanding_after_a_quiet_wait() -> None:
     link = _wait(0.1, [], SettlePolicy())
     link.run(until=lambda: False)  # deliver whatever is still under way
     assert not link.wants_changes and not link.wants_now
+
+
+@given(
+    delay=st.floats(0, 0.5),
+    held=st.floats(0, 0.3),
+    changes=st.lists(st.tuples(st.floats(0, 0.06), _rects), min_size=1, max_size=6),
+    quiet=st.sampled_from([0.06, 0.2]),
+)
+@example(delay=0.2, held=0.06, changes=[(0.01, PANEL)], quiet=0.06)  # issue 38, item 8
+@example(delay=0.0, held=0.06, changes=[(0.03, PANEL)], quiet=0.06)
+def test_what_the_app_draws_within_the_quiet_period_after_the_input_arrives_is_shown(
+    delay: float, held: float, changes: list[tuple[float, Rect]], quiet: float
+) -> None:
+    """The quiet period is counted from the server's answer to the fence, so an app that
+    starts drawing up to ``quiet`` after the input reached the server is always in the frame,
+    also when the link held the input back and delivered it with the requests sent after it
+    (issue 38, item 8: before the fence, the first marker, sent ``quiet`` after the input,
+    could reach the server with it, and the frame showed the screen before the input)."""
+    changes = [(min(offset, quiet), rect) for offset, rect in changes]
+    link = _wait(delay, changes, SettlePolicy(quiet=quiet, max_wait=5.0), held=held)
+    assert link.received == set(range(len(changes)))
+
+
+def test_an_animation_slowed_down_by_a_loaded_machine_is_waited_for_at_its_own_pace() -> None:
+    """Frames 50 ms apart, then one 90 ms late (a loaded machine stretches an app's timers):
+    the quiet period (60 ms) grows to twice the longest gap seen, so the last frame, drawn
+    90 ms after the one before, is still in the screenshot (issue 43)."""
+    frames = [(0.0, PANEL), (0.05, (0, 300, 800, 40)), (0.10, PANEL), (0.15, PANEL)]
+    link = _wait(0.0, [*frames, (0.24, (400, 150, 300, 200))], SettlePolicy(quiet=0.06))
+    assert link.received == set(range(5))
+
+
+def test_a_screen_that_changed_once_is_captured_a_quiet_period_after_it() -> None:
+    """One change, nothing after: no gap to learn from, the wait ends ``quiet`` after it."""
+    results: list[WatchResult] = []
+    link = SimulatedLink(0.0)
+    watcher = UpdateWatcher(
+        link,
+        SettlePolicy(quiet=0.06),
+        screen_size=SCREEN,
+        synced=True,
+        done=results.append,
+        clock=lambda: link.now,
+    )
+    link.on_update = watcher.on_update
+    link.change(0.01, 0, PANEL)
+    watcher.start()
+    link.run(until=lambda: bool(results))
+    assert results[0].settled and results[0].changes == 1
+    assert abs(results[0].waited_ms - 70.0) < 1.0  # the change at 10 ms, then 60 ms quiet

@@ -7,6 +7,7 @@ performed is never silently repeated.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -30,7 +31,7 @@ from vnc_use.agent.state import (
 )
 from vnc_use.errors import VncConnectionError, VncError
 from vnc_use.providers import history
-from vnc_use.replay.compare import GRID, changed_box, difference
+from vnc_use.replay.compare import GRID, cell_difference, cells, changed_cells
 from vnc_use.store.journal import Outcome, call_key
 
 
@@ -297,30 +298,102 @@ def _redact(message: str, action: ValidatedAction, secrets: dict[str, str]) -> s
     return message
 
 
+class _DoneBeside:
+    """The journal's ``done`` of a new action, written on a thread of its own while the
+    screen settles (issue 43).
+
+    The desktop tells (:attr:`~vnc_use.desktops.base.CaptureRule.on_input_handled`) when it has
+    handled the action, which is what ``done`` records; the record is then written beside the
+    rest of the settle wait instead of after it. :meth:`finish` waits for it, so it is on disk
+    before ``act`` returns (before the step's checkpoint), as before. A capture that fails
+    before the desktop answered writes nothing (the action stays uncertain, as before); one
+    whose desktop never calls the hook gets its ``done`` once the capture returned.
+    """
+
+    def __init__(self, ctx: AgentContext, c: _Call) -> None:
+        self._ctx, self._c = ctx, c
+        self._handled = threading.Event()
+        self._write = True
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="vnc-use journal", daemon=True)
+        self._thread.start()
+
+    def handled(self) -> None:
+        """The desktop has handled the action (any thread)."""
+        self._handled.set()
+
+    def _run(self) -> None:
+        self._handled.wait()
+        if not self._write:
+            return
+        try:
+            self._ctx.journal.done(self._c.key, self._c.call["name"], self._c.step)
+        except BaseException as exc:  # raised again on the agent's thread by finish()
+            self._error = exc
+
+    def finish(self, *, captured: bool) -> None:
+        """Wait until ``done`` is written (``captured``: the capture returned, proving the
+        round trip); raise what writing it raised."""
+        if not captured and not self._handled.is_set():
+            self._write = False
+        self._handled.set()
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+
+
 def _look(ctx: AgentContext, c: _Call, result: _Result) -> None:
-    """Take the screenshot that answers the call, and close the journal entry of a new action.
+    """Take the screenshot that answers the call, and close the journal entry of a new action
+    (beside the settle wait, :class:`_DoneBeside`).
 
     When nothing happened on screen, the answer is the screenshot the model saw.
     """
-    if result.error is None or c.outcome is not Outcome.NEW:
-        # the screenshot round trip also proves the server received the action
-        result.screenshot, result.size = capture(ctx)
-        if c.outcome is Outcome.NEW and result.error is None:
-            ctx.journal.done(c.key, c.call["name"], c.step)
-    else:
+    if result.error is not None and c.outcome is Outcome.NEW:
         result.screenshot = c.sha
+        return
+    if c.outcome is not Outcome.NEW:
+        result.screenshot, result.size = capture(ctx)
+        return
+    # the screenshot round trip also proves the server received the action
+    done = _DoneBeside(ctx, c)
+    try:
+        result.screenshot, result.size = capture(ctx, done.handled)
+    except BaseException:
+        done.finish(captured=False)
+        raise
+    done.finish(captured=True)
+
+
+_CELLS_KEPT = 16
+"""Screenshots whose cells a run keeps for stall detection (it compares the newest with up to
+about ten recent ones)."""
+
+
+def _grid(ctx: AgentContext, sha: str) -> Any:
+    """A stored screenshot's cells, decoded once per run (issue 43: decoding the PNGs again
+    for every comparison was the largest part of a step's bookkeeping)."""
+    kept = ctx.screen_cells
+    found = kept.pop(sha, None)
+    if found is None:
+        found = cells(ctx.run.load_screenshot(sha))
+    kept[sha] = found  # the most recently used last
+    while len(kept) > _CELLS_KEPT:
+        kept.pop(next(iter(kept)))
+    return found
 
 
 def _same_screen(ctx: AgentContext) -> stall.SameScreen:
     """Whether two stored screenshots show the same screen by the stall measure."""
+
+    def grid(sha: str) -> Any:
+        return _grid(ctx, sha)
 
     def same(a: str | None, b: str | None) -> bool:
         if a == b:
             return True
         if not a or not b:
             return False
-        load = ctx.run.load_screenshot
-        return difference(load(a), load(b), neighbours=False) <= stall.STALL_TOLERANCE
+        return cell_difference(grid(a), grid(b), neighbours=False) <= stall.STALL_TOLERANCE
 
     return same
 
@@ -332,8 +405,7 @@ def _small_change(ctx: AgentContext) -> stall.Incidental:
     def small(a: str | None, b: str | None, targets: Sequence[Sequence[int]]) -> bool:
         if not a or not b or a == b:
             return False
-        load = ctx.run.load_screenshot
-        _, box = changed_box(load(a), load(b))
+        _, box = changed_cells(_grid(ctx, a), _grid(ctx, b))
         return stall.incidental(box, GRID, targets)
 
     return small

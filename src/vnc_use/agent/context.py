@@ -8,6 +8,7 @@ digests (see :mod:`vnc_use.agent.state`).
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,6 +67,8 @@ class AgentContext:
     secrets: dict[str, str] = field(default_factory=dict)
     """Sensitive values by placeholder name: ``{{name}}`` in typed text becomes the value."""
     stop: threading.Event = field(default_factory=threading.Event)
+    screen_cells: dict[str, Any] = field(default_factory=dict)
+    """Stall detection's cells of recent screenshots by digest (see ``act._same_screen``)."""
 
 
 def png_size(ctx: AgentContext, sha: str | None) -> tuple[int, int] | None:
@@ -84,9 +87,12 @@ def screen_size(ctx: AgentContext, state: CUAState) -> tuple[int, int] | None:
     return png_size(ctx, state.get("last_screenshot_png"))
 
 
-def capture(ctx: AgentContext) -> tuple[str, tuple[int, int]]:
+def capture(
+    ctx: AgentContext, on_input_handled: Callable[[], object] | None = None
+) -> tuple[str, tuple[int, int]]:
     """A settled screenshot, stored in the run folder; returns its digest and the real screen
-    size (what grid coordinates scale to, even when the PNG is downscaled)."""
+    size (what grid coordinates scale to, even when the PNG is downscaled).
+    ``on_input_handled``: see :attr:`~vnc_use.desktops.base.CaptureRule.on_input_handled`."""
     s = ctx.settings
     shot = ctx.desktop.capture(
         CaptureRule(
@@ -97,6 +103,7 @@ def capture(ctx: AgentContext) -> tuple[str, tuple[int, int]]:
             max_size=s.screenshot_max_size,
             max_bytes=s.screenshot_max_bytes,
             sleep=ctx.stop.wait,
+            on_input_handled=on_input_handled,
         )
     )
     sha = ctx.run.put_screenshot(shot.png)

@@ -48,6 +48,11 @@ class CaptureRule:
     """Downscale a PNG bigger than this."""
     sleep: Callable[[float], Any] = time.sleep
     """The sleep of ``fixed_s`` (an ``Event.wait`` cuts it short when a run is stopped)."""
+    on_input_handled: Callable[[], Any] | None = None
+    """Called once, from any thread, as soon as the desktop has shown that it handled every
+    input sent before the capture (the settle's first answer), while the wait goes on: the
+    agent records the action's completion meanwhile. Keep it short (a flag). A desktop that
+    cannot tell (one without a settle wait, such as the in-memory one) never calls it."""
 
 
 @dataclass(frozen=True)

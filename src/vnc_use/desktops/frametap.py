@@ -69,7 +69,8 @@ class TapFrame:
 
     t: float
     image: Image.Image
-    """A copy of the screen (RGB), the sink's own."""
+    """The screen (RGB) as the client holds it: valid only while :meth:`FrameSink.offer`
+    runs (the connection paints into it afterwards); a sink copies what it keeps."""
     pointer: tuple[int, int] | None
     marks: tuple[InputMark, ...]
     """Marks made since the previous frame that was taken."""
@@ -93,7 +94,8 @@ class TapChannel(Protocol):
         """Whether nothing else waits on the connection's updates."""
 
     def grab(self) -> Image.Image | None:
-        """A copy of the client's screen, cropped to the screen region."""
+        """The client's screen, cropped to the screen region (not a copy when the region is
+        the whole screen: valid until the next update is painted)."""
 
     def synced(self) -> bool:
         """Whether the client's copy of the screen is complete."""

@@ -9,10 +9,20 @@ period. Measuring quiet time from the *last change* rather than comparing two fr
 catches an app that starts redrawing a little after the click: two identical frames taken
 right after the action may both show the old state; a quiet period of ``quiet`` seconds
 still catches a change that starts up to ``quiet`` seconds late, and every frame of an
-animation whose frames come faster than that.
+animation whose frames come faster than that. Within one wait the quiet period also grows to
+:data:`GAP_FACTOR` times the longest gap seen between two changes: an animation that a loaded
+machine slows down (frames 15 ms apart becoming 70 ms apart) is waited for at its own pace,
+while a screen that changed once is still captured ``quiet`` after that change.
 
 **How changes are seen (VNC).** :class:`UpdateWatcher` drives the framebuffer updates the
-connection receives anyway. It keeps one *incremental* update request outstanding: the
+connection receives anyway. It starts with a *fence*: an incremental request and the 1x1
+marker (below) at once. The server answers the marker only after it has handled every input
+event sent before it, so the quiet period starts when that answer arrives, never earlier:
+the app always has the whole quiet period, counted at the server, to start redrawing after
+the input reached it, however the link or this process delays bytes (a loaded machine, a
+link that delivers the keys and a later request together: issue 38, item 8). On a local
+link the fence costs one round trip (about a millisecond). Then it keeps one *incremental*
+update request outstanding: the
 server answers it only when something changed, with just the changed rectangles, which the
 client paints into its copy of the screen. So "no change in the last T ms" costs nothing but
 a timer. When the quiet period is over, a whole-screen incremental request followed by one
@@ -44,6 +54,7 @@ from vnc_use.desktops.base import DEFAULT_QUIET_S, CaptureRule, Settled
 from vnc_use.desktops.png import DEFAULT_MAX_PNG_BYTES, encode_screenshot
 
 __all__ = [
+    "GAP_FACTOR",
     "CaptureRule",
     "FrameSource",
     "SettlePolicy",
@@ -62,6 +73,10 @@ log = logging.getLogger(__name__)
 
 Rect = tuple[int, int, int, int]
 """``(x, y, width, height)`` of a changed screen area."""
+
+GAP_FACTOR = 2.0
+"""Within one wait, the quiet period is at least this many times the longest gap between two
+changes seen so far (see :meth:`UpdateWatcher._quiet`)."""
 
 _MARKER: Rect = (0, 0, 1, 1)
 _EMPTY_RETRY = 0.01  # seconds before asking again after an update with nothing in it
@@ -141,8 +156,10 @@ class UpdateWatcher:
         synced: bool,
         done: Callable[[WatchResult], None],
         clock: Callable[[], float] = time.monotonic,
+        fenced: Callable[[], object] | None = None,
     ) -> None:
         self._channel = channel
+        self._fenced = fenced
         self._policy = policy
         self._screen = screen_size
         self._done = done
@@ -151,19 +168,24 @@ class UpdateWatcher:
         self._full_refresh = not synced
         self._t0 = 0.0
         self._last_change = 0.0
+        self._first_change: float | None = None
+        self._longest_gap = 0.0  # between two changes of this wait (an animation's pace)
         self._changed_since_marker = False
         self._expired = False
         self._timer: Any = None
         self.updates = self.changes = self.blinks = 0
 
     def start(self) -> None:
-        """Send the first request (a full refresh when the client's copy is incomplete)."""
+        """Send the first request: a full refresh when the client's copy is incomplete, else
+        the *fence* (the changes and the marker at once), whose answer proves that the
+        server has handled every input sent before; the quiet period starts there."""
         self._t0 = self._last_change = self._clock()
         if self._state == "sync":
             self._channel.request(incremental=False)
         else:
+            self._state = "fence"
             self._channel.request(incremental=True)
-            self._arm()
+            self._channel.request(incremental=False, marker=True)
 
     def on_update(self, rects: Sequence[Rect]) -> None:
         """One framebuffer update arrived (already painted into the client's screen)."""
@@ -172,23 +194,14 @@ class UpdateWatcher:
         now = self._clock()
         self.updates += 1
         if self._state == "sync":
-            if self._covers_screen(rects):
-                self._state = "watch"
-                self._last_change = now  # what changed before is unknown: count it as a change
-                self._channel.request(incremental=True)
-                self._arm()
-            else:
-                # An update that is not the whole screen answered the request: on a fresh
-                # connection TigerVNC may first send only a cursor shape (no rectangles at
-                # all). Ask for the full frame again, or the wait would never end.
-                self._channel.request(incremental=False)
+            self._on_sync(rects, now)
             return
-        marker_answer = self._state == "marker" and any(x == 0 and y == 0 for x, y, _, _ in rects)
+        marker_answer = self._state in ("fence", "marker") and any(
+            x == 0 and y == 0 for x, y, _, _ in rects
+        )
         real = [r for r in rects if r != _MARKER] if marker_answer else list(rects)
         if real and not is_blink(real, self._policy.blink_box):
-            self._last_change = now
-            self._changed_since_marker = True
-            self.changes += 1
+            self._changed(now)
         elif real:
             self.blinks += 1
         if self._state == "watch":
@@ -196,13 +209,52 @@ class UpdateWatcher:
                 self._channel.request(incremental=True)
             else:  # a server that answers at once when nothing changed: do not spin
                 self._channel.call_later(_EMPTY_RETRY, self._ask_again)
-        elif marker_answer:  # the marker is answered: no request of ours is outstanding
-            if self._expired or not self._changed_since_marker:
-                self._finish(settled=not self._expired)
-            else:
-                self._state = "watch"
-                self._channel.request(incremental=True)
-                self._arm()
+        elif not marker_answer:
+            return
+        elif self._state == "fence":  # the server has handled the input: quiet starts now
+            self._last_change = now
+            self._handled()
+            self._watch()
+        elif self._expired or not self._changed_since_marker:  # the marker is answered
+            self._finish(settled=not self._expired)
+        else:
+            self._watch()
+
+    def _handled(self) -> None:
+        """Tell ``fenced`` (once) that the server has handled the input sent before."""
+        fenced, self._fenced = self._fenced, None
+        if fenced is not None:
+            try:
+                fenced()
+            except Exception:  # the caller's hook must not break the wait
+                log.exception("the settle's input-handled hook failed")
+
+    def _changed(self, now: float) -> None:
+        """A real change arrived: it restarts the quiet period, its gap may lengthen it."""
+        if self._first_change is not None:
+            self._longest_gap = max(self._longest_gap, now - self._last_change)
+        else:
+            self._first_change = now
+        self._last_change = now
+        self._changed_since_marker = True
+        self.changes += 1
+
+    def _on_sync(self, rects: Sequence[Rect], now: float) -> None:
+        if self._covers_screen(rects):
+            self._last_change = now  # what changed before is unknown: count it as a change
+            self._handled()  # a full refresh asked after the input answers after it too
+            self._watch()
+        else:
+            # An update that is not the whole screen answered the request: on a fresh
+            # connection TigerVNC may first send only a cursor shape (no rectangles at
+            # all). Ask for the full frame again, or the wait would never end.
+            self._channel.request(incremental=False)
+
+    def _watch(self) -> None:
+        """No request of ours is outstanding: keep one incremental request, arm the timer."""
+        self._state = "watch"
+        self._channel.request(incremental=True)
+        self._arm()
 
     def cancel(self) -> None:
         """Stop without calling ``done`` (the connection failed)."""
@@ -219,9 +271,16 @@ class UpdateWatcher:
         width, height = self._screen
         return sum(w * h for _, _, w, h in rects) >= width * height
 
+    def _quiet(self) -> float:
+        """The quiet period of this wait: the policy's, or longer for a screen whose changes
+        came further apart (an animation slowed down by a loaded machine: its next frame is
+        expected within about the longest gap seen so far, times :data:`GAP_FACTOR`)."""
+        return max(self._policy.quiet, GAP_FACTOR * self._longest_gap)
+
     def _due(self) -> float:
         p = self._policy
-        return min(max(self._last_change + p.quiet, self._t0 + p.min_wait), self._t0 + p.max_wait)
+        quiet = self._quiet()
+        return min(max(self._last_change + quiet, self._t0 + p.min_wait), self._t0 + p.max_wait)
 
     def _arm(self) -> None:
         self._cancel_timer()
@@ -244,7 +303,9 @@ class UpdateWatcher:
             self._arm()
             return
         p = self._policy
-        self._expired = now - self._last_change < p.quiet or now - self._t0 < p.min_wait
+        # (a timer fires at its due time; the nanosecond spares float rounding at exactly it)
+        quiet_for, waited = now - self._last_change + 1e-9, now - self._t0 + 1e-9
+        self._expired = quiet_for < self._quiet() or waited < p.min_wait
         self._state = "marker"
         self._changed_since_marker = False
         # The whole screen, incrementally, *then* the marker: the marker's answer then carries
@@ -283,7 +344,9 @@ class UpdateSource(Protocol):
 
     def screenshot(self) -> Image.Image: ...
 
-    def settled_frame(self, policy: SettlePolicy) -> tuple[Image.Image, WatchResult]: ...
+    def settled_frame(
+        self, policy: SettlePolicy, fenced: Callable[[], object] | None = None
+    ) -> tuple[Image.Image, WatchResult]: ...
 
 
 def _encode(
@@ -316,6 +379,7 @@ def capture_settled(
     interval: float = 0.02,
     max_size: tuple[int, int] | None = None,
     max_bytes: int | None = DEFAULT_MAX_PNG_BYTES,
+    on_input_handled: Callable[[], object] | None = None,
 ) -> Settled:
     """Wait until the screen has settled (see the module docstring), then encode the frame.
 
@@ -325,18 +389,23 @@ def capture_settled(
     """
     policy = SettlePolicy(quiet=quiet, min_wait=min_wait, max_wait=max_wait)
     if isinstance(source, UpdateSource):
-        image, result = source.settled_frame(policy)
+        image, result = source.settled_frame(policy, on_input_handled)
     else:
-        image, result = _poll_settled(source, policy, interval)
+        image, result = _poll_settled(source, policy, interval, on_input_handled)
     return _encode(image, result, max_size, max_bytes)
 
 
 def _poll_settled(
-    source: FrameSource, policy: SettlePolicy, interval: float
+    source: FrameSource,
+    policy: SettlePolicy,
+    interval: float,
+    on_input_handled: Callable[[], object] | None = None,
 ) -> tuple[Image.Image, WatchResult]:
     """The settle rule for a source that can only take full frames."""
     start = time.monotonic()
     frame = source.screenshot()
+    if on_input_handled is not None:  # a frame asked after the input came back
+        on_input_handled()
     last_change = start
     frames, changes, blinks = 1, 0, 0
     while True:
@@ -389,5 +458,10 @@ def capture(source: FrameSource, rule: CaptureRule) -> Settled:
     if rule.fixed_s is not None:
         return capture_fixed(source, rule.fixed_s, stop=rule.sleep, **size_rule)
     return capture_settled(
-        source, min_wait=rule.min_wait, max_wait=rule.max_wait, quiet=rule.quiet, **size_rule
+        source,
+        min_wait=rule.min_wait,
+        max_wait=rule.max_wait,
+        quiet=rule.quiet,
+        on_input_handled=rule.on_input_handled,
+        **size_rule,
     )

@@ -32,7 +32,10 @@ __all__ = [
     "DEFAULT_TOLERANCE",
     "GRID",
     "Mask",
+    "cell_difference",
+    "cells",
     "changed_box",
+    "changed_cells",
     "difference",
     "parse_tolerance",
 ]
@@ -92,10 +95,12 @@ def parse_tolerance(value: float | str | None) -> float | None:
     return number
 
 
-def _cells(png: bytes) -> Image.Image:
+def cells(png: bytes) -> Image.Image:
+    """A screenshot as :func:`difference` compares it: greyscale cells of :data:`GRID`
+    (keep them to compare one screenshot with several others: decoding is the costly part)."""
     with Image.open(io.BytesIO(png)) as img:
-        cells: Image.Image = img.convert("L").resize(GRID, Image.Resampling.BOX)
-    return cells
+        grid: Image.Image = img.convert("L").resize(GRID, Image.Resampling.BOX)
+    return grid
 
 
 def _unexplained(a: Image.Image, b: Image.Image, neighbours: bool = True) -> Image.Image:
@@ -112,7 +117,11 @@ def changed_box(before: bytes, after: bytes) -> tuple[int, tuple[int, int, int, 
     """How many cells differ between two PNGs, cell for cell (as ``difference`` with
     ``neighbours=False``), and the box that holds them all: ``(left, top, right, bottom)`` in
     cells of :data:`GRID`, right and bottom exclusive (None when no cell differs)."""
-    a, b = _cells(before), _cells(after)
+    return changed_cells(cells(before), cells(after))
+
+
+def changed_cells(a: Image.Image, b: Image.Image) -> tuple[int, tuple[int, int, int, int] | None]:
+    """:func:`changed_box` of two screenshots' :func:`cells`."""
     changed = ImageChops.lighter(_unexplained(a, b, False), _unexplained(b, a, False))
     return changed.histogram()[255], changed.getbbox()
 
@@ -125,7 +134,13 @@ def difference(
     ``neighbours=False`` compares each cell with the same cell only: content that moved by
     a cell counts too (stall detection asks whether an action changed anything at all, a
     counter's digit included; a replay asks whether the screen is the recorded one)."""
-    a, b = _cells(recorded), _cells(current)
+    return cell_difference(cells(recorded), cells(current), masks, neighbours=neighbours)
+
+
+def cell_difference(
+    a: Image.Image, b: Image.Image, masks: Sequence[Mask] = (), *, neighbours: bool = True
+) -> float:
+    """:func:`difference` of two screenshots' :func:`cells`."""
     changed = ImageChops.lighter(_unexplained(a, b, neighbours), _unexplained(b, a, neighbours))
     counted = Image.new("L", GRID, 255)
     if masks:

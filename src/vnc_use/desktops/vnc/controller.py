@@ -385,8 +385,14 @@ class VNCController:
         :func:`encode_png`)."""
         return encode_png(self.screenshot())
 
-    def settled_frame(self, policy: SettlePolicy) -> tuple[Image.Image, WatchResult]:
+    def settled_frame(
+        self, policy: SettlePolicy, fenced: Callable[[], object] | None = None
+    ) -> tuple[Image.Image, WatchResult]:
         """Wait until the screen stops changing, then return the frame (RGB) and how it went.
+
+        ``fenced`` is called (in the reactor thread) once the server has answered the wait's
+        first request, i.e. has handled every input sent before (see
+        :class:`~vnc_use.desktops.settle.UpdateWatcher`).
 
         Uses the framebuffer updates of this connection (see :mod:`vnc_use.desktops.settle`): an
         incremental request stays outstanding while waiting, so only changed rectangles move
@@ -410,6 +416,7 @@ class VNCController:
                 screen_size=(box[2], box[3]),
                 synced=client.synced_size == size and client.screen is not None,
                 done=done,
+                fenced=fenced,
             )
 
             client.update_hook = watcher.on_update

@@ -56,7 +56,7 @@ class TapChannel:
         x, y, w, h = self._box
         image: Image.Image = screen
         if (x, y, w, h) == (0, 0, *image.size):
-            return image.copy()
+            return image  # the sink copies what it keeps while offered (see TapFrame)
         return image.crop((x, y, x + w, y + h))
 
     def to_screen(self, x: int, y: int) -> tuple[int, int]:

@@ -1,0 +1,131 @@
+"""The video is encoded in a child process (issue 43): the agent's process only pastes each
+frame into shared memory, the file is complete, nothing is left in ``/dev/shm``, and a
+recorder whose agent process dies still leaves a file that plays."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import av
+from PIL import Image
+
+from vnc_use.desktops.frametap import InputMark, TapFrame
+from vnc_use.record.video import VideoRecorder, read_segments
+
+SIZE = (1440, 900)
+
+
+def _screens(n: int) -> list[Image.Image]:
+    """``n`` screens whose top left corner changes colour."""
+    out = []
+    for i in range(n):
+        image = Image.new("RGB", SIZE, (250, 250, 240))
+        image.paste((i * 9 % 256, 40, 200 - i), (0, 0, 400, 300))
+        out.append(image)
+    return out
+
+
+def _frame(image: Image.Image, i: int) -> TapFrame:
+    """A frame taken now, with a click mark."""
+    t = time.monotonic()
+    return TapFrame(t, image, (50 + i, 60), (InputMark(t, "click", 50 + i, 60),))
+
+
+def _shm_names() -> set[str]:
+    return {name for name in os.listdir("/dev/shm") if name.startswith("vnc-use-video-")}
+
+
+def _decoded(path: Path) -> int:
+    with av.open(str(path)) as container:
+        return sum(1 for _ in container.decode(video=0))
+
+
+def test_frames_are_encoded_in_another_process_and_cost_the_agent_little(tmp_path: Path) -> None:
+    before = _shm_names()
+    screens = _screens(30)
+    recorder = VideoRecorder(tmp_path, 10).start()
+    cpu0 = time.process_time()
+    taken = 0
+    for i, screen in enumerate(screens):
+        deadline = time.monotonic() + 30
+        while not recorder.offer(_frame(screen, i)):  # all slots busy: wait for the encoder
+            assert time.monotonic() < deadline, "the encoder never freed a slot"
+            time.sleep(0.01)
+        taken += 1
+    recorder.close()
+    agent_cpu = time.process_time() - cpu0
+
+    assert recorder.error is None
+    assert taken == 30 and recorder.frames >= 30
+    assert _decoded(tmp_path / "video.mp4") == recorder.frames
+    # the encoder's CPU is spent in its own process, not in this one (with the encoder in a
+    # thread of this process, this process's CPU time included all of it)
+    assert recorder.cpu_seconds > 0
+    assert agent_cpu < 0.5 * recorder.cpu_seconds, (agent_cpu, recorder.cpu_seconds)
+    (segment,) = read_segments(tmp_path)
+    assert segment.frames == recorder.frames and segment.ended is not None
+    assert _shm_names() == before
+
+
+CHILD = """
+import sys, time
+from pathlib import Path
+from PIL import Image
+from vnc_use.desktops.frametap import TapFrame
+from vnc_use.record.video import VideoRecorder
+recorder = VideoRecorder(Path(sys.argv[1]), 10).start()
+for i in range(10):
+    image = Image.new("RGB", (640, 480), (i * 20, 90, 160))
+    while not recorder.offer(TapFrame(time.monotonic(), image, None, ())):
+        time.sleep(0.01)
+    time.sleep(0.05)
+print("offered", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_killed_agent_process_leaves_a_finished_file_and_no_shared_memory(
+    tmp_path: Path,
+) -> None:
+    before = _shm_names()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(tmp_path)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "offered"
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    # the encoder sees its pipe end, encodes what it holds and closes the file
+    deadline = time.monotonic() + 60
+    index = tmp_path / "video.json"
+    while True:
+        started = json.loads(index.read_text("utf-8"))["segments"][0]["started"]
+        try:
+            frames = _decoded(tmp_path / "video.mp4")
+        except (av.error.InvalidDataError, OSError):  # type: ignore[attr-defined]
+            frames = 0
+        if frames >= 10:
+            break
+        assert time.monotonic() < deadline, f"only {frames} frames decoded"
+        time.sleep(0.2)
+    assert started > 0
+    assert _shm_names() == before
+
+
+def test_a_segment_without_frames_ends_at_once_with_none(tmp_path: Path) -> None:
+    """A leg that showed nothing (its desktop never sent a frame) does not wait for the
+    encoder's process to start: the segment is closed with no frames and no error."""
+    recorder = VideoRecorder(tmp_path, 10).start()
+    recorder.close()
+    assert recorder.error is None and recorder.frames == 0
+    index = json.loads((tmp_path / "video.json").read_text("utf-8"))
+    assert index["segments"][0]["frames"] == 0 and index["segments"][0]["ended"]
+    assert not (tmp_path / "video.mp4").exists()
