@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -74,7 +75,10 @@ class _Window:
     def announce(self, deadline: float) -> None:
         if self.root.winfo_ismapped() or time.monotonic() > deadline:
             width, height = self.size
-            self.ready.write_text(json.dumps({"ready": True, "width": width, "height": height}))
+            # written whole, then renamed: the waiting process reads it as soon as it exists
+            partial = self.ready.with_name(self.ready.name + ".part")
+            partial.write_text(json.dumps({"ready": True, "width": width, "height": height}))
+            os.replace(partial, self.ready)
             return
         self.root.after(20, self.announce, deadline)
 
