@@ -20,7 +20,6 @@ from typing import Any
 import pytest
 
 from vnc_use.cli import build_parser
-from vnc_use.cli.server import spec_from_args
 from vnc_use.cli.spec import eval_spec, run_spec
 from vnc_use.desktops.local import ENV_STATE_DIR, LocalDesktop
 from vnc_use.desktops.target import DesktopTarget
@@ -92,7 +91,7 @@ def test_run_server_carries_tool_version_and_eval_takes_it() -> None:
         "--tool-version",
         "computer_20250124",
     )
-    spec = spec_from_args(args)
+    spec = run_spec(args)  # what run --server sends
     assert spec.tool_version == "computer_20250124"
     sent = RunSpec.from_context(json.loads(json.dumps(spec.to_json())))  # as the server gets it
     assert sent.tool_version == "computer_20250124"

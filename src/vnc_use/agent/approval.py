@@ -177,6 +177,13 @@ def parse_decision(answer: Any) -> Decision:
     return DENY
 
 
+def reason_of(answer: Any) -> str | None:
+    """The reason a person gave with an answer (``{"decision": "deny", "reason": ...}``)."""
+    if isinstance(answer, dict) and isinstance(answer.get("reason"), str):
+        return answer["reason"].strip() or None
+    return None
+
+
 def _typed(response: Any) -> Decision:
     """``{"type": "accept" | "approve"}`` approves; every other response denies."""
     if isinstance(response, dict) and response.get("type") in ("accept", APPROVE):

@@ -223,7 +223,8 @@ def hitl_gate(state: CUAState, runtime: Runtime[AgentContext]) -> Command[str]:
             "denied", node="hitl_gate", step=step, name=call["name"], reason=reason, by="policy"
         )
         return Command(goto=END, update={"status": "denied", "done": True, "error": reason})
-    decision = safety.parse_decision(interrupt(request))
+    answer = interrupt(request)
+    decision = safety.parse_decision(answer)
     ctx.run.event(
         "approved" if decision == safety.APPROVE else "denied",
         node="hitl_gate",
@@ -232,6 +233,7 @@ def hitl_gate(state: CUAState, runtime: Runtime[AgentContext]) -> Command[str]:
         explanation=request["explanation"],
         asked_by=request["asked_by"],
         by="person",
+        **({"reason": safety.reason_of(answer)} if safety.reason_of(answer) else {}),
     )
     if decision == safety.APPROVE:
         return Command(goto="act", update={"approved_call": index})

@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vnc_use import config
-from vnc_use.cli.common import EXIT_CODES, EXIT_DONE, EXIT_ERROR
+from vnc_use.cli.common import EXIT_DONE, EXIT_ERROR
 from vnc_use.errors import ConfigError
 
 if TYPE_CHECKING:  # the spec pulls in LangGraph: imported when a command builds one
     from vnc_use.runs.spec import RunSpec
 
-__all__ = ["add_fleet_options", "command", "register", "report_command", "runs_command"]
+__all__ = ["add_fleet_options", "fleet_url", "register", "report_command", "runs_command"]
 
 
 def add_fleet_options(p: argparse.ArgumentParser, *, run: bool = False) -> None:
@@ -63,149 +63,6 @@ def fleet_url(value: str | None) -> str:
             file=sys.stderr,
         )
     return url
-
-
-_RUN_DROPS = {
-    "server": "--server",
-    "checkpointer": "--checkpointer",
-    "vnc_user": "--vnc-user",
-    "vnc_ca": "--vnc-ca",
-    "connect_timeout": "--connect-timeout",
-    "screen_region": "--screen-region",
-    "rdp_user": "--rdp-user",
-    "rdp_domain": "--rdp-domain",
-    "rdp_size": "--rdp-size",
-    "rdp_cert_fingerprint": "--rdp-cert-fingerprint",
-    "rdp_paste_text": "--rdp-paste-text",
-    "rdp_allow_unverified_login": "--rdp-allow-unverified-login",
-}
-"""Options of ``run`` a fleet's run cannot honour when given: refused, never dropped."""
-_RUN_DEFAULTS = {"vnc_password_env": "VNC_PASSWORD", "rdp_password_env": "RDP_PASSWORD"}
-
-
-def _spec(args: argparse.Namespace) -> dict[str, Any]:
-    """The run's spec (never a secret): the desktop is the worker's to choose."""
-    if args.vnc or args.rdp or args.vnc_password:
-        raise ConfigError(
-            "--vnc, --rdp and --vnc-password cannot go with --fleet: a worker runs the task "
-            "on one of its desktops (vnc-use worker --vnc/--desktops); drop them"
-        )
-    if getattr(args, "view", False) or args.reconnect_window is not None:
-        raise ConfigError("--view and --reconnect-window cannot apply with --fleet: drop them")
-    dropped = [flag for name, flag in _RUN_DROPS.items() if getattr(args, name, None) is not None]
-    dropped += [
-        f"--{name.replace('_', '-')}"
-        for name, default in _RUN_DEFAULTS.items()
-        if getattr(args, name, default) != default
-    ]
-    if dropped:
-        raise ConfigError(
-            f"{', '.join(dropped)} cannot go with run --fleet: the worker's desktop, environment "
-            "and database apply (a desktop's password: the worker's VNC_PASSWORD); drop them"
-        )
-    from vnc_use.cli.options import budget_fields, model_fields, video_fields
-    from vnc_use.runs.spec import RunSpec
-
-    spec = RunSpec(
-        **model_fields(args),
-        **budget_fields(args),
-        **video_fields(args),
-        hitl_mode=not args.no_hitl,
-        include_initial_screenshot=not args.no_initial_screenshot,
-        confirm_actions=list(args.confirm),
-        sensitive_names=list(args.sensitive),
-        lease_timeout=args.lease_timeout,
-    )
-    spec.check()
-    return spec.to_json()
-
-
-_LEG_DROPS = {
-    "rdp": "--rdp",
-    "vnc_password": "--vnc-password",
-    "vnc_user": "--vnc-user",
-    "vnc_ca": "--vnc-ca",
-    "connect_timeout": "--connect-timeout",
-    "reconnect_window": "--reconnect-window",
-    "checkpointer": "--checkpointer",
-    "video": "--video/--no-video",
-    "video_fps": "--video-fps",
-}
-"""Options of ``approve``/``deny``/``resume`` a fleet's leg cannot honour (the worker's
-environment and the run's spec decide them; the fleet's database is the checkpointer)."""
-
-
-def _next_desktop(args: argparse.Namespace) -> str | None:
-    """``approve``/``deny``/``resume --fleet``: the desktop ``--vnc ADDR`` moves the run to
-    (its ``HOST::PORT``), None to go on where it is; options a fleet's leg cannot honour are
-    refused, never dropped."""
-    if getattr(args, "max_cost", None) is not None:
-        raise ConfigError(
-            f"--max-cost cannot go with {args.command} --fleet yet: the run keeps the cap it "
-            "was started with; drop --max-cost"
-        )
-    given = [flag for name, flag in _LEG_DROPS.items() if getattr(args, name, None) is not None]
-    if given:
-        raise ConfigError(
-            f"{', '.join(given)} cannot go with {args.command} --fleet: the worker's environment "
-            "and the run's own settings apply (a desktop's password: the worker's VNC_PASSWORD); "
-            "drop them (a new desktop: --vnc ADDR)"
-        )
-    if not args.vnc:
-        return None
-    from vnc_use.fleet.desktops import vnc_address
-
-    return vnc_address(args.vnc)
-
-
-def command(args: argparse.Namespace) -> int:
-    """``run`` / ``approve`` / ``deny`` / ``resume`` with ``--fleet``."""
-    from vnc_use.fleet.queue import queue_name
-    from vnc_use.fleet.submit import DEFAULT_LABEL, Submitter
-
-    url = fleet_url(args.fleet)
-    spec: dict[str, Any] | None = None
-    desktop: str | None = None
-    label = (args.label or DEFAULT_LABEL) if args.command == "run" else DEFAULT_LABEL
-    if args.command == "run":  # a bad option fails before the database is reached
-        queue_name(label)
-        spec = _spec(args)
-    else:
-        desktop = _next_desktop(args)
-    with Submitter(url) as fleet:
-        if spec is not None:
-            workflow = fleet.start(args.task, spec, label, args.thread_id)
-        else:
-            workflow = fleet.answer(args.thread_id, args.command, desktop=desktop)
-        outcome = fleet.wait(workflow)
-    status = str(outcome.get("status", "error"))
-    if args.json:
-        print(json.dumps(outcome, ensure_ascii=False))
-    else:
-        _report(outcome)
-    if status in ("error", "blocked") and outcome.get("error"):
-        print(f"vnc-use: {outcome['error']}", file=sys.stderr)
-    return EXIT_CODES.get(status, EXIT_ERROR)
-
-
-def _report(outcome: dict[str, Any]) -> None:
-    tid = outcome.get("thread_id", "")
-    steps = int(outcome.get("steps") or 0)
-    where = f" on worker {outcome['worker']}" if outcome.get("worker") else ""
-    plural = "" if steps == 1 else "s"
-    print(f"status: {outcome.get('status')} (thread {tid}{where}, {steps} step{plural})")
-    if outcome.get("final_text"):
-        print(f"answer: {outcome['final_text']}")
-    pending = outcome.get("pending_call")
-    if pending:
-        print(
-            f"waiting for approval of {pending['name']}({json.dumps(pending['args'])}): "
-            f"{pending.get('explanation', '')}"
-        )
-        print(
-            f"  approve: vnc-use approve --fleet URL {tid}   deny: vnc-use deny --fleet URL {tid}"
-        )
-    print(f"report: vnc-use report --fleet URL {tid} --out FILE")
 
 
 def runs_command(args: argparse.Namespace) -> int:

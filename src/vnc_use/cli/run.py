@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import uuid
 from pathlib import Path
@@ -15,14 +14,7 @@ from vnc_use.cli import desktop as desktop_commands
 from vnc_use.cli import fleet as fleet_commands
 from vnc_use.cli import progress
 from vnc_use.cli import server as server_commands
-from vnc_use.cli.ask import ask_approval
-from vnc_use.cli.common import (
-    EXIT_CODES,
-    EXIT_ERROR,
-    add_runs_dir,
-    add_video_options,
-    stop_on_signals,
-)
+from vnc_use.cli.common import add_runs_dir, add_video_options, stop_on_signals
 from vnc_use.cli.options import (
     add_budget_options,
     add_connection_options,
@@ -31,10 +23,10 @@ from vnc_use.cli.options import (
     add_rdp_options,
     add_screen_region,
 )
+from vnc_use.cli.outcome import check_refusal, drive, print_outcome
 from vnc_use.cli.spec import run_spec, saved_run_spec
-from vnc_use.desktops.target import ReachedDesktop, reach
+from vnc_use.desktops.target import reach
 from vnc_use.errors import ConfigError
-from vnc_use.providers.pricing import format_cost
 from vnc_use.replay.compare import DEFAULT_TOLERANCE
 from vnc_use.store.lease import DEFAULT_LEASE_TIMEOUT
 
@@ -207,15 +199,61 @@ def _register_replay(sub: Any) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
-    """Run one of the four commands; returns the exit code of the run's outcome."""
-    if getattr(args, "server", None):  # the run happens on a LangGraph Server
-        return server_commands.command(args)
-    if getattr(args, "fleet", None):  # a worker of the fleet does the run
-        return fleet_commands.command(args)
+    """Run one of the commands through its executor (this process, ``--server``,
+    ``--fleet``); returns the exit code of the run's outcome."""
+    executor = _elsewhere(args)
+    if executor is None:
+        return _here(args)
+    spec = run_spec(args) if args.command == "run" else None
+    check_refusal(executor, spec, args)
+    thread_id = args.thread_id
+    try:
+        result = drive(executor, lambda: _verb(executor, args, spec, thread_id))
+    finally:
+        executor.close()
+        shown = getattr(executor, "on_event", None)
+        if isinstance(shown, progress.Progress):
+            shown.close()
+    return print_outcome(result, executor, args)
+
+
+def _elsewhere(args: argparse.Namespace) -> Any:
+    """The executor of ``--server URL`` / ``--fleet URL`` (None: this process)."""
+    if getattr(args, "server", None):
+        from vnc_use.runs.executor import ServedExecutor
+
+        return ServedExecutor(args.server, on_event=progress.for_args(args))
+    if getattr(args, "fleet", None):
+        from vnc_use.fleet.executor import FleetExecutor
+
+        url = fleet_commands.fleet_url(args.fleet)
+        moved = args.vnc if args.command != "run" else None
+        return FleetExecutor(url, label=getattr(args, "label", None), desktop=moved)
+    return None
+
+
+def _verb(executor: Any, args: argparse.Namespace, spec: RunSpec | None, tid: str) -> RunResult:
+    """The command's verb on ``executor`` (``spec``: a new run's, or the one a later leg
+    uses; None: the run's own)."""
+    if args.command == "run":
+        assert spec is not None
+        return executor.start(spec, args.task, tid)  # type: ignore[no-any-return]
+    if args.command in ("approve", "deny"):
+        return executor.answer(args.thread_id, args.command, spec=spec)  # type: ignore[no-any-return]
+    max_cost = getattr(args, "max_cost", None)
+    return executor.resume(args.thread_id, spec=spec, max_cost=max_cost)  # type: ignore[no-any-return]
+
+
+def _here(args: argparse.Namespace) -> int:
+    """The command in this process (:class:`~vnc_use.runs.executor.LocalExecutor`)."""
+    from vnc_use.runs.executor import LocalExecutor
+    from vnc_use.runs.open import sensitive_values
+
     if args.command in ("approve", "deny", "resume"):
         _refuse_fleet_run(args)
     saved = None if args.command == "run" else _run_settings(args)
     spec = run_spec(args) if saved is None else saved_run_spec(args, saved)
+    check_refusal(LocalExecutor(spec.runs_dir), spec, args)
     # the local desktop starts only for a model that is ready (its key set); an RDP bridge
     # starts before the model's SDK loads, so an unreachable host is told within
     # --connect-timeout (the run still checks the key before anything is recorded)
@@ -227,13 +265,42 @@ def command(args: argparse.Namespace) -> int:
             print(f"{reached.notice}", file=desktop_commands.notice_stream(args), flush=True)
         planner = planner or _planner(args, spec, saved)
         with desktop_commands.live_view_for_run(args, reached):
-            result = _drive(args, spec, planner, reached, saved or {}, thread_id)
-    if not args.json:  # with --json the run_ended / run_paused event says it all
-        _report(result)
-    # an error or a safety block: once, on stderr, whatever the output mode
-    if result.status in ("error", "blocked") and result.error:
-        print(f"vnc-use: {result.error}", file=sys.stderr)
-    return EXIT_CODES.get(result.status, EXIT_ERROR)
+            if args.vnc_password:
+                print(
+                    "vnc-use: warning: --vnc-password is visible to other users in the process "
+                    "list; prefer the VNC_PASSWORD environment variable",
+                    file=sys.stderr,
+                )
+            executor = LocalExecutor(
+                spec.runs_dir,
+                checkpointer=_checkpointer(args, saved or {}),
+                on_event=progress.for_args(args),
+                reached=reached,
+                planner=planner,
+                sensitive_text=sensitive_values(spec.sensitive_names),
+            )
+            with executor, stop_on_signals(executor.request_stop, "stopping after this step"):
+                agent = executor.agent(spec)
+                if args.command == "run":
+                    _warn(agent)
+                if args.command == "replay":
+                    result = drive(executor, lambda: _replay(agent, args, thread_id))
+                else:
+                    result = drive(executor, lambda: _verb(executor, args, spec, thread_id))
+    return print_outcome(result, executor, args)
+
+
+def _replay(agent: Any, args: argparse.Namespace, replay_id: str) -> RunResult:
+    result: RunResult = agent.replay(
+        args.thread_id,
+        replay_id=replay_id,
+        tolerance=DEFAULT_TOLERANCE if args.tolerance is None else args.tolerance,
+        speed=args.speed,
+        from_step=args.from_step,
+        masks=args.mask,
+        heal=args.heal,
+    )
+    return result
 
 
 def _thread_id(args: argparse.Namespace) -> str:
@@ -262,25 +329,6 @@ def _planner(args: argparse.Namespace, spec: RunSpec, saved: dict[str, Any] | No
         raise ConfigError(f"{exc}; {desktop_commands.local_desktop_left()}") from None
 
 
-def _report(result: RunResult) -> None:
-    steps = f"{result.steps} step" + ("" if result.steps == 1 else "s")
-    print(f"status: {result.status} (thread {result.thread_id}, {steps})")
-    print(f"cost: {format_cost(result.cost_usd)}")
-    if result.final_text:
-        print(f"answer: {result.final_text}")
-    if result.error and result.status not in ("error", "blocked"):  # denied, interrupted
-        print(f"reason: {result.error}")
-    if result.pending_call:
-        p = result.pending_call
-        print(f"waiting for approval of {p['name']}({json.dumps(p['args'])}): {p['explanation']}")
-        if p.get("error"):
-            print(f"  the call is invalid and will not run even if approved: {p['error']}")
-        print(
-            f"  approve: vnc-use approve {result.thread_id}   deny: vnc-use deny {result.thread_id}"
-        )
-    print(f"run folder: {result.run_dir}")
-
-
 def _refuse_fleet_run(args: argparse.Namespace) -> None:
     """A fleet's run is continued through the fleet (its run folder, whose screenshots the
     model's history needs, is on the workers; the fleet records its outcome): one line."""
@@ -305,33 +353,6 @@ def _run_settings(args: argparse.Namespace) -> dict[str, Any]:
     if not path.exists():
         raise ConfigError(f"no run {args.thread_id!r} in {args.runs_dir} (looked for {path})")
     return run_record.read(path.parent).settings()
-
-
-def _make_agent(
-    args: argparse.Namespace,
-    spec: RunSpec,
-    planner: Any,
-    reached: ReachedDesktop,
-    saved: dict[str, Any],
-) -> Any:
-    from vnc_use.runs.agent import VncUseAgent
-    from vnc_use.runs.open import sensitive_values
-
-    if args.vnc_password:
-        print(
-            "vnc-use: warning: --vnc-password is visible to other users in the process list; "
-            "prefer the VNC_PASSWORD environment variable",
-            file=sys.stderr,
-        )
-    agent = VncUseAgent.from_spec(
-        spec,
-        reached=reached,
-        planner=planner,
-        on_event=progress.for_args(args),
-        sensitive_text=sensitive_values(spec.sensitive_names),
-        checkpointer=_checkpointer(args, saved),
-    )
-    return _warn(agent) if args.command == "run" else agent
 
 
 def _checkpointer(args: argparse.Namespace, saved: dict[str, Any]) -> str | None:
@@ -366,37 +387,3 @@ def _warn(agent: Any) -> Any:
     if warning:
         print(f"vnc-use: warning: {warning}", file=sys.stderr)
     return agent
-
-
-def _drive(
-    args: argparse.Namespace,
-    spec: RunSpec,
-    planner: Any,
-    reached: ReachedDesktop,
-    saved: dict[str, Any],
-    thread_id: str,
-) -> RunResult:
-    agent = _make_agent(args, spec, planner, reached, saved)
-    with agent, stop_on_signals(agent.request_stop, "stopping after this step"):
-        if args.command == "run":
-            result: RunResult = agent.run(task=args.task, thread_id=thread_id)
-        elif args.command == "approve":
-            result = agent.approve(args.thread_id)
-        elif args.command == "deny":
-            result = agent.deny(args.thread_id)
-        elif args.command == "replay":
-            result = agent.replay(
-                args.thread_id,
-                replay_id=thread_id,
-                tolerance=DEFAULT_TOLERANCE if args.tolerance is None else args.tolerance,
-                speed=args.speed,
-                from_step=args.from_step,
-                masks=args.mask,
-                heal=args.heal,
-            )
-        else:
-            result = agent.resume(args.thread_id)
-        while result.status == "awaiting_approval" and result.pending_call and sys.stdin.isatty():
-            allowed = ask_approval(result.pending_call)
-            result = agent.approve(result.thread_id) if allowed else agent.deny(result.thread_id)
-        return result

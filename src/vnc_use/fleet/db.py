@@ -306,6 +306,13 @@ class FleetDb:
         rows = self._all(f"SELECT * FROM {RUNS} ORDER BY updated DESC LIMIT %s", (limit,))
         return [RunRow.of(r) for r in rows]
 
+    def set_spec(self, thread_id: str, spec: dict[str, Any]) -> None:
+        """The run's spec from its next leg on (a cost cap raised on resume)."""
+        self._all(
+            f"UPDATE {RUNS} SET spec = %s, updated = now() WHERE thread_id = %s",
+            (json.dumps(spec), thread_id),
+        )
+
     def next_leg(self, thread_id: str, status: str) -> int:
         """Count a new leg of the run (its number) and set the run's status."""
         row = self._one(

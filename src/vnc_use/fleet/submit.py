@@ -18,9 +18,10 @@ from vnc_use.fleet.db import FleetDb, RunRow
 from vnc_use.fleet.queue import Enqueuer
 from vnc_use.fleet.route import leg_worker
 from vnc_use.record.folder import check_thread_id
+from vnc_use.runs import rules
 from vnc_use.status import RunStatus
 
-__all__ = ["DEFAULT_LABEL", "Submitter"]
+__all__ = ["DEFAULT_LABEL", "Submitter", "state_of_row"]
 
 DEFAULT_LABEL = "default"
 
@@ -56,22 +57,24 @@ class Submitter:
             label, f"{tid}-leg1", {"thread_id": tid, "action": "run", "task": task}
         )
 
-    def answer(self, thread_id: str, action: str, desktop: str | None = None) -> str:
-        """The next leg of a run: ``approve``, ``deny`` or ``resume``; its workflow id.
+    def answer(
+        self,
+        thread_id: str,
+        action: str,
+        desktop: str | None = None,
+        *,
+        max_cost: float | None = None,
+    ) -> str:
+        """The next leg of a run: ``approve``, ``deny`` or ``resume``; its workflow id. The run
+        rules (:mod:`vnc_use.runs.rules`) refuse what the run's state does not accept.
         ``desktop`` (a VNC ``HOST::PORT``) moves the run there first: the live worker that
         owns it, else any worker of the run's label (with its own ``VNC_PASSWORD``) continues
-        it from its checkpoint; a run pinned to a live worker's desktop goes to that worker."""
+        it from its checkpoint; a run pinned to a live worker's desktop goes to that worker.
+        ``max_cost`` raises the run's cost cap (its spec in the runs table) for this leg on."""
         row = self.run(thread_id)
-        waiting = row.status == RunStatus.AWAITING_APPROVAL.value
-        if action in ("approve", "deny") and not waiting:
-            raise ConfigError(f"run {thread_id!r} is not waiting for an approval ({row.status})")
-        if action == "resume" and waiting:
-            raise ConfigError(
-                f"run {thread_id!r} waits for an approval: vnc-use approve|deny --fleet URL "
-                f"{thread_id}"
-            )
-        if action == "resume" and row.status in ("queued", "running"):
-            raise ConfigError(f"run {thread_id!r} is {row.status} already")
+        rules.check(action, thread_id, state_of_row(row))  # type: ignore[arg-type]
+        if max_cost is not None:
+            self.db.set_spec(thread_id, {**row.spec, "max_cost": max_cost})
         if desktop is not None:
             self.db.repin(thread_id, desktop, "vnc")
             row = self.run(thread_id)
@@ -90,3 +93,19 @@ class Submitter:
         """The outcome of the leg (following its hand-backs: a draining worker's, a worker's
         with no free desktop)."""
         return self.enqueuer.outcome(workflow_id)
+
+
+UNDER_WAY = ("queued", "running")
+"""The fleet's own statuses of a run whose leg is on a queue or on a worker."""
+STEP_LEFT = (RunStatus.ERROR.value, RunStatus.INTERRUPTED.value)
+"""Statuses of a leg that ended with (perhaps) a step left: the next leg's agent decides."""
+
+
+def state_of_row(row: RunRow) -> str:
+    """The run's state as the run rules read it (:func:`vnc_use.runs.rules.state_of`)."""
+    return rules.state_of(
+        row.status,
+        waiting=row.status == RunStatus.AWAITING_APPROVAL.value,
+        under_way=row.status in UNDER_WAY,
+        step_left=row.status in STEP_LEFT,
+    )

@@ -31,7 +31,6 @@ from langgraph.types import Command
 
 from vnc_use import config
 from vnc_use.agent import approval as safety
-from vnc_use.agent import stall
 from vnc_use.agent.graph import AgentContext, AgentSettings, build_graph
 from vnc_use.agent.outcome import record_outcome, run_outcome
 from vnc_use.agent.state import CUAState, RunResult
@@ -62,6 +61,7 @@ from vnc_use.record.folder import RunFolder, check_thread_id
 from vnc_use.record.report import write_report_safely
 from vnc_use.record.video import DEFAULT_VIDEO_FPS, VideoRecorder
 from vnc_use.replay.compare import DEFAULT_TOLERANCE
+from vnc_use.runs import rules
 from vnc_use.runs.open import (
     check_writable,
     open_planner,
@@ -590,22 +590,22 @@ class VncUseAgent:
         """Approve the call a run is waiting on; the run goes on from there."""
         return self._answer(thread_id, safety.APPROVE)
 
-    def deny(self, thread_id: str) -> RunResult:
-        """Deny the call a run is waiting on; nothing is executed and the run stops."""
-        return self._answer(thread_id, safety.DENY)
+    def deny(self, thread_id: str, reason: str | None = None) -> RunResult:
+        """Deny the call a run is waiting on (``reason``: why, kept in its events); nothing is
+        executed and the run stops."""
+        return self._answer(thread_id, safety.DENY, reason)
 
     def resume(self, thread_id: str) -> RunResult:
-        """Continue a run that stopped on an error or a crash (a pending approval stays pending),
-        or one that ended ``stuck`` (the model gets another chance) or at its cost cap
-        (``cost_limit``: with a higher ``max_cost``; the running total is kept)."""
+        """Continue a run that stopped on request, on an error or a crash, or one that ended
+        ``stuck`` (the model gets another chance) or at its cost cap (``cost_limit``: with a
+        higher ``max_cost``; the running total is kept). A finished run is returned as it is;
+        a run waiting for an approval is refused (:mod:`vnc_use.runs.rules`)."""
         snap = self._existing(thread_id)
+        way = rules.check("resume", thread_id, run_state(snap))
         folder = self._folder(thread_id)
-        status = snap.values.get("status")
-        if status in (RunStatus.STUCK, RunStatus.COST_LIMIT) and not snap.next:
+        if way == "reopen":
             return self._continue_stopped(thread_id, folder, snap.values)
-        # finished: nothing to continue. (A step that completed just before a crash shows no
-        # `next` but still has its task, whose saved writes carry the run on.)
-        if not snap.next and not snap.tasks:
+        if way == "show":
             return self._result(thread_id, folder, emit=False)
         with self._leased(thread_id):
             folder.event("resumed", thread_id=thread_id)
@@ -614,14 +614,10 @@ class VncUseAgent:
     def _continue_stopped(
         self, thread_id: str, folder: RunFolder, values: dict[str, Any]
     ) -> RunResult:
-        """Go on with a run that ended ``stuck`` or ``cost_limit``: its state is set running
-        again (stall detection starts afresh; the cost so far is kept) and the model is asked
-        for its next turn. A cost cap not above the cost spent stops it again at once."""
-        update: dict[str, Any] = {"status": "running", "done": False, "error": None}
-        if values.get("status") == RunStatus.STUCK:
-            update["stall"] = stall.cleared(values.get("stall"))
+        """Go on with a run that ended ``stuck`` or ``cost_limit`` (:func:`rules.reopened`);
+        a cost cap not above the cost spent stops it again at once."""
         with self._leased(thread_id):
-            self.graph.update_state(self._config(thread_id), update, as_node="act")
+            self.graph.update_state(self._config(thread_id), rules.reopened(values), as_node="act")
             folder.event(
                 "resumed",
                 thread_id=thread_id,
@@ -651,13 +647,15 @@ class VncUseAgent:
         return self._result(thread_id, self._folder(thread_id), emit=False)
 
     # -- internals ---------------------------------------------------------------------------
-    def _answer(self, thread_id: str, decision: safety.Decision) -> RunResult:
+    def _answer(
+        self, thread_id: str, decision: safety.Decision, reason: str | None = None
+    ) -> RunResult:
         snap = self._existing(thread_id)
-        if not snap.interrupts:
-            raise ConfigError(f"run {thread_id!r} is not waiting for an approval")
+        rules.check(decision, thread_id, run_state(snap))
         folder = self._folder(thread_id)
+        answer: Any = {"decision": decision, "reason": reason} if reason else decision
         with self._leased(thread_id):
-            return self._invoke(Command(resume=decision), thread_id, folder)
+            return self._invoke(Command(resume=answer), thread_id, folder)
 
     @contextlib.contextmanager
     def _leased(self, thread_id: str) -> Iterator[None]:
@@ -721,7 +719,16 @@ class VncUseAgent:
         self._stop.clear()
         journal = self.storage.journal(thread_id)
         import_jsonl(journal, folder.path / "journal.jsonl")  # a run of an older version
-        with self._recording(folder):
+
+        def stop_asked() -> None:  # by another process (vnc-use stop, an executor's stop)
+            folder.event(
+                "stop_requested",
+                thread_id=thread_id,
+                message="a stop was asked for (vnc-use stop): stopping after this step",
+            )
+            self.request_stop()
+
+        with self._recording(folder), _watching_stops(journal, stop_asked):
             return self._legs(inp, thread_id, folder, journal)
 
     def _legs(self, inp: Any, thread_id: str, folder: RunFolder, journal: Any) -> RunResult:
@@ -863,6 +870,46 @@ class VncUseAgent:
         if emit:
             record_outcome(folder, result)
         return result
+
+
+STOP_POLL = 0.5
+"""Seconds between two looks for a stop another process asked for (``vnc-use stop``)."""
+
+
+@contextlib.contextmanager
+def _watching_stops(journal: Any, stop: Callable[[], None]) -> Iterator[None]:
+    """While the block runs a leg, a stop asked for from any process (a stop request in the
+    run's journal, :meth:`~vnc_use.store.journal.Journal.request_stop`) stops it at the next
+    step boundary; requests made before the leg began do not count."""
+    seen = journal.stop_requests()
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.wait(STOP_POLL):
+            try:
+                asked = journal.stop_requests()
+            except Exception:  # the storage is closing, or away for a moment: look again
+                log.debug("cannot read the stop requests", exc_info=True)
+                continue
+            if asked > seen:
+                stop()
+                return
+
+    watcher = threading.Thread(target=watch, name="vnc-use stop watcher", daemon=True)
+    watcher.start()
+    try:
+        yield
+    finally:
+        done.set()
+        watcher.join()
+
+
+def run_state(snap: Any) -> str:
+    """The run's state as the run rules read it, from its checkpoint (:mod:`vnc_use.runs.rules`)."""
+    status = str(snap.values.get("status") or RunStatus.RUNNING.value)
+    return rules.state_of(
+        status, waiting=bool(snap.interrupts), step_left=bool(snap.next or snap.tasks)
+    )
 
 
 def _security_json(security: Security | None) -> dict[str, Any] | None:

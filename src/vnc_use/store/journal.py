@@ -31,6 +31,7 @@ from typing import Any, Protocol
 
 __all__ = [
     "JOURNAL_TABLE",
+    "STOP_KEY",
     "Journal",
     "JournalStore",
     "Outcome",
@@ -54,6 +55,10 @@ class Outcome(str, Enum):
     """Sent, but not known to have arrived: ask a person, or tell the model."""
     UNKNOWN = "unknown"
     """Was uncertain, and it was settled not to run it again: tell the model so."""
+
+
+STOP_KEY = "stop"
+"""The journal key of stop requests (:meth:`Journal.request_stop`); no action has it."""
 
 
 def call_key(model_call: int, call_index: int) -> str:
@@ -178,6 +183,15 @@ class Journal:
     def resolved(self, key: str, decision: str, step: int) -> None:
         """Record how an uncertain action was settled (``again`` or ``unknown``)."""
         self._append({"key": key, "state": "resolved", "decision": decision, "step": step})
+
+    def request_stop(self) -> None:
+        """Ask the run to stop at its next step boundary (from any process that opens the same
+        storage); the leg running it watches :meth:`stop_requests`."""
+        self._append({"key": STOP_KEY, "state": "stop_requested"})
+
+    def stop_requests(self) -> int:
+        """How many stops were asked for so far (a leg stops when the count grows)."""
+        return len(self.store.load(self.thread_id, STOP_KEY))
 
     def dispatch_count(self, key: str) -> int:
         """How many times the action was sent (more than 1 only after a recorded decision)."""

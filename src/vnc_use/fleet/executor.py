@@ -1,0 +1,195 @@
+"""The fleet as an :class:`~vnc_use.runs.executor.Executor`: a run's legs go onto the fleet's
+queues and a worker does them (:mod:`vnc_use.fleet.submit`, :mod:`vnc_use.fleet.worker`).
+
+Only the database URL is needed here: the model's key and the desktops' passwords live in the
+workers' environment; the desktop is the worker's to choose (``label``: the queue, i.e. what
+the desktop must offer), and the outcome and report come back through the database. A stop
+asked for here is a stop request in the run's journal, in the fleet's database, which the
+worker's leg watches between steps.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from vnc_use.errors import ConfigError
+from vnc_use.runs import rules
+from vnc_use.runs.executor import Decision, refusal
+from vnc_use.runs.spec import RunSpec
+from vnc_use.status import RunStatus
+
+if TYPE_CHECKING:
+    from vnc_use.agent.state import RunResult
+    from vnc_use.fleet.submit import Submitter
+
+__all__ = ["FLEET_REFUSES", "FleetExecutor"]
+
+FLEET_REFUSES = {
+    "vnc": "--vnc",
+    "rdp": "--rdp",
+    "vnc_password": "--vnc-password",
+    "view": "--view",
+    "server": "--server",
+    "runs_dir": "--runs-dir",
+    "vnc_user": "--vnc-user",
+    "vnc_ca": "--vnc-ca",
+    "connect_timeout": "--connect-timeout",
+    "screen_region": "--screen-region",
+    "reconnect_window": "--reconnect-window",
+    "checkpointer": "--checkpointer",
+    "rdp_user": "--rdp-user",
+    "rdp_domain": "--rdp-domain",
+    "rdp_size": "--rdp-size",
+    "rdp_cert_fingerprint": "--rdp-cert-fingerprint",
+    "rdp_paste_text": "--rdp-paste-text",
+    "rdp_allow_unverified_login": "--rdp-allow-unverified-login",
+    "vnc_password_env": "--vnc-password-env",
+    "rdp_password_env": "--rdp-password-env",
+    "video": "--video/--no-video",
+    "video_fps": "--video-fps",
+}
+"""Options a fleet's run cannot honour (the worker's desktop, environment, database and runs
+folder apply), in the order a refusal names them. A later leg honours ``--vnc ADDR`` (the run
+moves to that desktop) and ``--max-cost`` (the run's cap from then on); its video settings
+are the run's own."""
+LEG_HONOURS = frozenset({"vnc", "max_cost"})
+RUN_HONOURS = frozenset({"video", "video_fps", "label"})
+
+
+class FleetExecutor:
+    """Runs on the fleet whose database is at ``url`` (see the module's doc)."""
+
+    kind = "fleet"
+
+    def __init__(self, url: str, *, label: str | None = None, desktop: str | None = None) -> None:
+        from vnc_use.fleet.submit import DEFAULT_LABEL
+
+        self.url = url
+        self.label = label or DEFAULT_LABEL
+        self.desktop = desktop
+        """A VNC ``HOST::PORT`` a later leg moves the run to (None: where it is)."""
+        self.flags = "--fleet URL"
+        self._workers: dict[str, str] = {}
+
+    def refuse(
+        self, spec: RunSpec | None, given: Mapping[str, Any], verb: str = "run"
+    ) -> str | None:
+        honoured = RUN_HONOURS if verb == "run" else LEG_HONOURS
+        names = [
+            flag for name, flag in FLEET_REFUSES.items() if name in given and name not in honoured
+        ]
+        names += ["--label"] if verb != "run" and "label" in given else []
+        return refusal(
+            names,
+            f"cannot go with {verb} --fleet: the worker's desktop, environment, database and "
+            "runs folder apply (a desktop's password: the worker's VNC_PASSWORD); drop them"
+            + ("" if verb == "run" else " (a new desktop: --vnc ADDR)"),
+        )
+
+    def _submitter(self) -> Submitter:
+        from vnc_use.fleet.submit import Submitter
+
+        return Submitter(self.url)
+
+    def _outcome(self, fleet: Submitter, workflow: str) -> RunResult:
+        return self._result_of(fleet.wait(workflow))
+
+    def _result_of(self, found: Mapping[str, Any]) -> RunResult:
+        from vnc_use.agent.state import RunResult
+
+        tid = str(found.get("thread_id") or "")
+        if found.get("worker"):
+            self._workers[tid] = str(found["worker"])
+        return RunResult(
+            status=_status(found.get("status")),
+            thread_id=tid,
+            run_dir=str(found.get("run_dir") or ""),
+            final_text=str(found.get("final_text") or ""),
+            steps=int(found.get("steps") or 0),
+            error=found.get("error"),
+            pending_call=found.get("pending_call"),
+            cost_usd=found.get("cost_usd"),
+        )
+
+    def start(self, spec: RunSpec, task: str, thread_id: str | None = None) -> RunResult:
+        from vnc_use.desktops.target import DesktopTarget
+        from vnc_use.fleet.queue import queue_name
+
+        queue_name(self.label)  # a bad label fails before the database is reached
+        spec.check()
+        sent = replace(spec, desktop=DesktopTarget(), runs_dir="runs")  # the worker's own
+        with self._submitter() as fleet:
+            workflow = fleet.start(task, sent.to_json(), self.label, thread_id)
+            return self._outcome(fleet, workflow)
+
+    def answer(
+        self,
+        thread_id: str,
+        decision: Decision,
+        reason: str | None = None,
+        *,
+        spec: RunSpec | None = None,
+    ) -> RunResult:
+        with self._submitter() as fleet:
+            return self._outcome(fleet, fleet.answer(thread_id, decision, self._moved()))
+
+    def resume(
+        self, thread_id: str, *, spec: RunSpec | None = None, max_cost: float | None = None
+    ) -> RunResult:
+        with self._submitter() as fleet:
+            workflow = fleet.answer(thread_id, "resume", self._moved(), max_cost=max_cost)
+            return self._outcome(fleet, workflow)
+
+    def _moved(self) -> str | None:
+        if self.desktop is None:
+            return None
+        from vnc_use.fleet.desktops import vnc_address
+
+        return vnc_address(self.desktop)
+
+    def result(self, thread_id: str) -> RunResult:
+        from vnc_use.agent.state import RunResult
+
+        with self._submitter() as fleet:
+            row = fleet.run(thread_id)
+        if row.result:
+            return self._result_of({**row.result, "status": row.status})
+        return RunResult(status=_status(row.status), thread_id=thread_id, run_dir="")
+
+    def stop(self, thread_id: str) -> None:
+        """A stop request in the run's journal (the fleet's database): the worker's leg stops
+        at its next step boundary and the run ends ``interrupted``."""
+        from vnc_use.fleet.submit import state_of_row
+        from vnc_use.store.storage import open_storage
+
+        with self._submitter() as fleet:
+            rules.check("stop", thread_id, state_of_row(fleet.run(thread_id)))
+        with tempfile.TemporaryDirectory() as nowhere:  # PostgreSQL: no runs folder is used
+            storage = open_storage(self.url, nowhere)
+            try:
+                storage.journal(thread_id).request_stop()
+            finally:
+                storage.close()
+
+    def where(self, result: RunResult) -> str:
+        worker = self._workers.get(result.thread_id)
+        return f" on worker {worker}" if worker else ""
+
+    def report_line(self, result: RunResult) -> str | None:
+        return f"report: vnc-use report --fleet URL {result.thread_id} --out FILE"
+
+    def close(self) -> None:
+        """Nothing stays open between verbs."""
+
+
+def _status(value: Any) -> RunStatus:
+    """The fleet's status as a run status (a queued or running leg: ``running``)."""
+    try:
+        return RunStatus(str(value))
+    except ValueError:
+        if value in ("queued", "running"):
+            return RunStatus.RUNNING
+        raise ConfigError(f"the fleet reports an unknown status {value!r}") from None
