@@ -140,6 +140,11 @@ def register(sub: Any) -> None:
         ("approve", "approve the action a run is waiting on, and continue"),
         ("deny", "deny the action a run is waiting on (the run stops)"),
         ("resume", "continue a run that stopped on an error or a crash"),
+        (
+            "handback",
+            "hand a run's desktop back after a takeover, or answer the person a model asked "
+            "for (awaiting_human); the run continues here",
+        ),
     ):
         p = sub.add_parser(name, help=text)
         p.add_argument("thread_id", metavar="ID")
@@ -147,10 +152,37 @@ def register(sub: Any) -> None:
         add_rdp_options(p, default_help="default: the run's own (a new bridge)")
         if name == "resume":
             add_max_cost(p)
+            p.add_argument(
+                "--answer",
+                default=None,
+                metavar="TEXT",
+                help="a run waiting for a person (awaiting_human): continue it with this "
+                "answer to the model (as handback --note TEXT)",
+            )
+        if name == "handback":
+            p.add_argument(
+                "--note",
+                default=None,
+                metavar="TEXT",
+                help="what the model is told with the desktop: the answer to its question, "
+                "or what you did",
+            )
+            add_person(p)
         _common(p)
         server_commands.add_server_options(p)
         fleet_commands.add_fleet_options(p)
         p.set_defaults(func=command)
+
+
+def add_person(p: argparse.ArgumentParser) -> None:
+    """``--as NAME``: who takes over or hands back (default: your user name)."""
+    p.add_argument(
+        "--as",
+        dest="person",
+        default=None,
+        metavar="NAME",
+        help="who you are, as the run records the holder of its desktop (default: your user name)",
+    )
 
 
 def _register_replay(sub: Any) -> None:
@@ -240,6 +272,10 @@ def _verb(executor: Any, args: argparse.Namespace, spec: RunSpec | None, tid: st
         return executor.start(spec, args.task, tid)  # type: ignore[no-any-return]
     if args.command in ("approve", "deny"):
         return executor.answer(args.thread_id, args.command, spec=spec)  # type: ignore[no-any-return]
+    if args.command == "handback" or getattr(args, "answer", None) is not None:
+        note = args.note if args.command == "handback" else args.answer
+        person = getattr(args, "person", None) or config.person_name()
+        return executor.handback(args.thread_id, note, person=person, spec=spec)  # type: ignore[no-any-return]
     max_cost = getattr(args, "max_cost", None)
     return executor.resume(args.thread_id, spec=spec, max_cost=max_cost)  # type: ignore[no-any-return]
 
@@ -249,7 +285,7 @@ def _here(args: argparse.Namespace) -> int:
     from vnc_use.runs.executor import LocalExecutor
     from vnc_use.runs.open import sensitive_values
 
-    if args.command in ("approve", "deny", "resume"):
+    if args.command in ("approve", "deny", "resume", "handback"):
         _refuse_fleet_run(args)
     saved = None if args.command == "run" else _run_settings(args)
     spec = run_spec(args) if saved is None else saved_run_spec(args, saved)

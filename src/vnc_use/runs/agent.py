@@ -611,6 +611,32 @@ class VncUseAgent:
             folder.event("resumed", thread_id=thread_id)
             return self._invoke(None, thread_id, folder)
 
+    def handback(
+        self, thread_id: str, note: str | None = None, *, person: str | None = None
+    ) -> RunResult:
+        """Continue a run that waits for a person (``awaiting_human``): the model's question
+        answered with ``note``, or the desktop a person took over handed back (``person``:
+        who hands it back; only the holder may). The run goes on in this process from a fresh
+        screenshot; the model's next request says what the person did, and the note."""
+        from vnc_use.agent.human import handed_back
+
+        snap = self._existing(thread_id)
+        rules.check("handback", thread_id, run_state(snap))
+        human = dict(snap.values.get("human") or {})
+        folder = self._folder(thread_id)
+        with self._leased(thread_id, handing_back=person or ""):
+            since = float(human.get("since") or time.time())
+            returned = {
+                "asked_by": human.get("asked_by", "model"),
+                "note": (note or "").strip() or None,
+                "seconds": round(max(0.0, time.time() - since), 1),
+            }
+            self.graph.update_state(
+                self._config(thread_id), handed_back(snap.values, returned), as_node="act"
+            )
+            folder.event("handed_back", thread_id=thread_id, **returned)
+            return self._invoke(None, thread_id, folder)
+
     def _continue_stopped(
         self, thread_id: str, folder: RunFolder, values: dict[str, Any]
     ) -> RunResult:
@@ -658,7 +684,7 @@ class VncUseAgent:
             return self._invoke(Command(resume=answer), thread_id, folder)
 
     @contextlib.contextmanager
-    def _leased(self, thread_id: str) -> Iterator[None]:
+    def _leased(self, thread_id: str, handing_back: str | None = None) -> Iterator[None]:
         """Hold the desktop's lease (a VNC address; a given desktop has none) for the block."""
         if self.vnc_server is None:
             yield

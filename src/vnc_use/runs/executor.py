@@ -21,7 +21,13 @@ do not care which:
     how a run stands, without running anything;
 ``stop(thread_id)``
     a stop at the next step boundary, asked for from any process (the run ends
-    ``interrupted`` and can be resumed).
+    ``interrupted`` and can be resumed);
+``takeover(thread_id, person, force=False)``
+    a person takes the run's desktop: the run pauses at its next step boundary and waits
+    (``awaiting_human``, its desktop kept for it: :mod:`vnc_use.runs.takeover`);
+``handback(thread_id, note=None, person=None)``
+    the desktop handed back (or the model's question answered): the run goes on from a
+    fresh screenshot, here, and the model is told what the person did and the note.
 
 Every verb returns a :class:`~vnc_use.agent.state.RunResult` (``stop``: None) and refuses
 with a one-line :class:`~vnc_use.errors.ConfigError` what the run rules refuse. ``answer``
@@ -104,6 +110,22 @@ class Executor(Protocol):
 
     def stop(self, thread_id: str) -> None:
         """Ask run ``thread_id`` to stop at its next step boundary (it ends ``interrupted``)."""
+        ...
+
+    def takeover(self, thread_id: str, person: str, *, force: bool = False) -> RunResult:
+        """A person takes run ``thread_id``'s desktop; returns once the run waits for them."""
+        ...
+
+    def handback(
+        self,
+        thread_id: str,
+        note: str | None = None,
+        *,
+        person: str | None = None,
+        spec: RunSpec | None = None,
+    ) -> RunResult:
+        """Hand run ``thread_id`` back (or answer the model's question with ``note``);
+        returns when it next ends or pauses."""
         ...
 
     def where(self, result: RunResult) -> str:
@@ -285,6 +307,33 @@ class LocalExecutor:
         with self._stored(thread_id) as (storage, snap):
             rules.check("stop", thread_id, run_state(snap))
             storage.journal(thread_id).request_stop()
+
+    def takeover(self, thread_id: str, person: str, *, force: bool = False) -> RunResult:
+        """Take the run's desktop for ``person`` (:mod:`vnc_use.runs.takeover`): a run under
+        way here stops at its next step boundary; elsewhere its leg is asked to through the
+        run's journal, and this waits (up to the run's lease timeout) until it has."""
+        from vnc_use.runs.takeover import take_over
+
+        with self._stored(thread_id) as (storage, _):
+            return take_over(
+                storage, self.runs_dir, thread_id, person, force=force, here=self._here(thread_id)
+            )
+
+    def _here(self, thread_id: str) -> Callable[[], None] | None:
+        with self._lock:
+            here = thread_id in self._running and self._agent is not None
+        return self._agent.request_stop if here and self._agent is not None else None
+
+    def handback(
+        self,
+        thread_id: str,
+        note: str | None = None,
+        *,
+        person: str | None = None,
+        spec: RunSpec | None = None,
+    ) -> RunResult:
+        agent = self._agent_for(thread_id, spec)
+        return self._leg(thread_id, lambda: agent.handback(thread_id, note, person=person))
 
     @contextlib.contextmanager
     def _stored(self, thread_id: str) -> Iterator[tuple[Storage, Any]]:
@@ -478,6 +527,19 @@ class ServedExecutor:
             for run in self.api.runs.list(thread_id, status="running") or []:
                 self.api.runs.cancel(thread_id, run["run_id"], action="interrupt")
 
+    def takeover(self, thread_id: str, person: str, *, force: bool = False) -> RunResult:
+        raise ConfigError(NOT_YET.format(flags=self.flags))
+
+    def handback(
+        self,
+        thread_id: str,
+        note: str | None = None,
+        *,
+        person: str | None = None,
+        spec: RunSpec | None = None,
+    ) -> RunResult:
+        raise ConfigError(NOT_YET.format(flags=self.flags))
+
     def where(self, result: RunResult) -> str:
         return f" on {self.url}"
 
@@ -495,6 +557,13 @@ class ServedExecutor:
 
     def close(self) -> None:
         """Nothing to let go: the client holds no connection between calls."""
+
+
+NOT_YET = (
+    "takeover and handback work for runs in this process only so far ({flags}): take over a "
+    "local run, or stop this one (vnc-use stop) and use its desktop"
+)
+"""The one-line refusal of the executors that cannot take a run over yet."""
 
 
 def status_of(value: Any) -> RunStatus:

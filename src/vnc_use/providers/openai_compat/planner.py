@@ -270,8 +270,8 @@ class OpenAICompatPlanner:
         choice = completion.choices[0]
         return Proposal(
             calls=calls,
-            text=parsed.text if parsed.finished else parsed.thought,
-            stop="finished" if parsed.finished else "calls",
+            text=parsed.text if parsed.finished or parsed.asks else parsed.thought,
+            stop="asks_person" if parsed.asks else "finished" if parsed.finished else "calls",
             reason=choice.finish_reason,
             usage=_usage(completion),
             turn=request.turn_record(

@@ -87,12 +87,16 @@ class GridCall:
 
 @dataclass
 class Parsed:
-    """A parsed reply: calls to run, or a finish (``finished`` True, ``text`` the answer)."""
+    """A parsed reply: calls to run, a finish (``finished`` True, ``text`` the answer), or a
+    request for a person (``asks`` the model's question: the run waits for one)."""
 
     calls: list[GridCall] = field(default_factory=list)
     finished: bool = False
     text: str = ""
     thought: str = ""
+    asks: str | None = None
+    """The model asks for a person (UI-TARS ``call_user``, UI-Venus ``CallUser``): its
+    question, or what it was doing when it asked."""
 
 
 class Dialect(Protocol):
@@ -264,6 +268,7 @@ class Translator:
         self.pointer = frame.pointer
         self.calls: list[GridCall] = []
         self.finish: str | None = None
+        self.question: str | None = None
         self.source_id: str | None = None
         """The native tool call being translated (its id goes on each grid call)."""
 
@@ -288,10 +293,18 @@ class Translator:
         if self.finish is None:
             self.finish = text
 
+    def ask(self, question: str) -> None:
+        """The model asks for a person: the run waits for one (the first request wins)."""
+        if self.question is None:
+            self.question = " ".join(question.split()) or "The model asks for a person's help."
+
     def result(self, thought: str) -> Parsed:
-        """The translated reply: calls if any (a finish next to calls is not acted on)."""
+        """The translated reply: calls if any (a finish or a request for a person next to
+        calls is not acted on), else a request for a person, else a finish."""
         if self.calls:
             return Parsed(calls=self.calls, thought=thought)
+        if self.question is not None:
+            return Parsed(asks=self.question, text=self.question, thought=thought)
         if self.finish is not None:
             return Parsed(finished=True, text=self.finish or thought, thought=thought)
         raise ParseError("The answer holds no action.")
