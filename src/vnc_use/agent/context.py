@@ -8,6 +8,7 @@ digests (see :mod:`vnc_use.agent.state`).
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,6 +67,10 @@ class AgentContext:
     secrets: dict[str, str] = field(default_factory=dict)
     """Sensitive values by placeholder name: ``{{name}}`` in typed text becomes the value."""
     stop: threading.Event = field(default_factory=threading.Event)
+    fence: Callable[[], dict[str, Any] | None] | None = None
+    """Asked at each step boundary (before a model call or an action): a person's hold on
+    the desktop taken since this leg began (who, since when, the epoch), or None. Raises when
+    the desktop moved on without this run (a stale holder). None: nobody can take it over."""
 
 
 def png_size(ctx: AgentContext, sha: str | None) -> tuple[int, int] | None:

@@ -14,10 +14,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from vnc_use.agent.context import AgentContext
 from vnc_use.providers import history
 from vnc_use.providers.base import CallResult
 
-__all__ = ["NOT_RUN", "handed_back"]
+__all__ = ["NOT_RUN", "handed_back", "taken_over"]
 
 NOT_RUN = (
     "Not run: a person took control of the desktop before this call ran; look at the new "
@@ -55,3 +56,17 @@ def handed_back(values: Mapping[str, Any], returned: Mapping[str, Any]) -> dict[
         update["call_index"] = int(values.get("call_index") or 0) + len(pending)
         update["contents"] = [history.responses_turn(answered)]
     return update
+
+
+def taken_over(ctx: AgentContext, node: str) -> dict[str, Any] | None:
+    """At a step boundary: the update that pauses the run because a person took its desktop
+    over since this leg began (``awaiting_human``; nothing more is sent or captured), or
+    None. The calls of the model's turn still pending stay in state: the hand-back answers
+    them as not run."""
+    if ctx.fence is None:
+        return None
+    hold = ctx.fence()
+    if hold is None:
+        return None
+    ctx.run.event("taken_over", node=node, **hold)
+    return {"status": "awaiting_human", "done": True, "human": {"asked_by": "person", **hold}}

@@ -14,6 +14,7 @@ from vnc_use.actions import TABLES, ActionError, call_pixels
 from vnc_use.agent import approval as safety
 from vnc_use.agent import costs, stall
 from vnc_use.agent.context import AgentContext, capture, over_time, screen_size, storable
+from vnc_use.agent.human import taken_over
 from vnc_use.agent.state import CUAState, FunctionCallRecord, TranscriptEntry
 from vnc_use.errors import PlannerError
 from vnc_use.providers import history
@@ -92,7 +93,7 @@ def propose(state: CUAState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     """Ask the model for the next actions, given the history (last N screenshots inline)."""
     t0 = time.monotonic()
     ctx = runtime.context
-    stop = _stopped_before_call(ctx, state)
+    stop = taken_over(ctx, "propose") or _stopped_before_call(ctx, state)
     if stop is not None:
         return stop
     update: dict[str, Any] = {}

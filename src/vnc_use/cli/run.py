@@ -28,6 +28,7 @@ from vnc_use.cli.spec import run_spec, saved_run_spec
 from vnc_use.desktops.target import reach
 from vnc_use.errors import ConfigError
 from vnc_use.replay.compare import DEFAULT_TOLERANCE
+from vnc_use.store.holds import since_text
 from vnc_use.store.lease import DEFAULT_LEASE_TIMEOUT
 
 if TYPE_CHECKING:  # langgraph is imported when a run starts, not before (an RDP bridge
@@ -135,6 +136,7 @@ def register(sub: Any) -> None:
     run.set_defaults(func=command)
 
     _register_replay(sub)
+    _register_takeover(sub)
 
     for name, text in (
         ("approve", "approve the action a run is waiting on, and continue"),
@@ -183,6 +185,55 @@ def add_person(p: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="who you are, as the run records the holder of its desktop (default: your user name)",
     )
+
+
+def _register_takeover(sub: Any) -> None:
+    p = sub.add_parser(
+        "takeover",
+        help="take a run's desktop over: the run pauses at its next step and waits for you "
+        "(awaiting_human) until you hand it back (vnc-use handback ID)",
+    )
+    p.add_argument("thread_id", metavar="ID")
+    p.add_argument("--force", action="store_true", help="take it from the person who holds it now")
+    add_person(p)
+    add_runs_dir(p)
+    p.add_argument(
+        "--checkpointer",
+        default=None,
+        metavar="URL",
+        help="where the run's checkpoints live (default: VNC_USE_DATABASE_URL, else "
+        "RUNS_DIR/vnc-use.sqlite)",
+    )
+    server_commands.add_server_options(p)
+    fleet_commands.add_fleet_options(p)
+    p.set_defaults(func=command_takeover)
+
+
+def command_takeover(args: argparse.Namespace) -> int:
+    """``vnc-use takeover ID``: the run pauses at its next step boundary; the desktop is the
+    person's until ``vnc-use handback ID``."""
+    from vnc_use.runs.executor import LocalExecutor
+
+    person = args.person or config.person_name()
+    executor = _elsewhere(args)
+    if executor is None:
+        _refuse_fleet_run(args)
+        saved = _run_settings(args)
+        executor = LocalExecutor(args.runs_dir, checkpointer=_checkpointer(args, saved))
+    try:
+        result = executor.takeover(args.thread_id, person, force=args.force)
+    finally:
+        executor.close()
+    human = result.human or {}
+    t = args.thread_id
+
+    print(
+        f"run {t} waits for you ({result.status}): {human.get('holder') or person} has its "
+        f"desktop since {since_text(human.get('since'))}"
+    )
+    print(f"  use it: vnc-use view --interactive {t}")
+    print(f'  hand it back: vnc-use handback {t} --note "what you did"')
+    return 0
 
 
 def _register_replay(sub: Any) -> None:
@@ -373,7 +424,7 @@ def _refuse_fleet_run(args: argparse.Namespace) -> None:
 
     url = args.checkpointer or config.database_url()
     if url and is_postgres_url(url) and fleet_has_run(url, args.thread_id):
-        where = f" --vnc {args.vnc}" if args.vnc else ""
+        where = f" --vnc {args.vnc}" if getattr(args, "vnc", None) else ""
         raise ConfigError(
             f"run {args.thread_id} is a fleet run (its run folder is on the workers): "
             f"continue it through the fleet: vnc-use {args.command} {args.thread_id} --fleet URL"

@@ -309,20 +309,21 @@ class LocalExecutor:
             storage.journal(thread_id).request_stop()
 
     def takeover(self, thread_id: str, person: str, *, force: bool = False) -> RunResult:
-        """Take the run's desktop for ``person`` (:mod:`vnc_use.runs.takeover`): a run under
-        way here stops at its next step boundary; elsewhere its leg is asked to through the
-        run's journal, and this waits (up to the run's lease timeout) until it has."""
+        """Take the run's desktop for ``person`` (:mod:`vnc_use.runs.takeover`): the leg
+        acting for it, in any process, pauses at its next step boundary (this waits until it
+        has); a run nobody acts for is paused here."""
+        from vnc_use import config
         from vnc_use.runs.takeover import take_over
 
         with self._stored(thread_id) as (storage, _):
             return take_over(
-                storage, self.runs_dir, thread_id, person, force=force, here=self._here(thread_id)
+                storage,
+                self.runs_dir,
+                thread_id,
+                person,
+                force=force,
+                secrets=list(config.secret_values()),
             )
-
-    def _here(self, thread_id: str) -> Callable[[], None] | None:
-        with self._lock:
-            here = thread_id in self._running and self._agent is not None
-        return self._agent.request_stop if here and self._agent is not None else None
 
     def handback(
         self,
