@@ -101,8 +101,10 @@ def test_takeover_pauses_the_run_and_handback_goes_on(
     base = ["--runs-dir", str(tmp_path)]
     env = {**os.environ, "VNC_PASSWORD": probe.desktop.password}
     run = subprocess.Popen(
-        [*CLI, "run", "--vnc", probe.desktop.server, "--task", "Click six", "--thread-id", tid]
-        + base,
+        [
+            *(*CLI, "run", "--vnc", probe.desktop.server, "--task", "Click six"),
+            *("--thread-id", tid, *base),
+        ],
         env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
