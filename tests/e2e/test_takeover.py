@@ -13,11 +13,14 @@ person's clicks, never their text.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
+import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -26,6 +29,9 @@ import pytest
 from PIL import Image, ImageChops
 
 from vnc_use.desktops.vnc import VNCController
+from vnc_use.store.holds import DesktopHolds
+from vnc_use.store.journal import SqliteJournalStore
+from vnc_use.store.lease import desktop_key
 from vnc_use.testing.gemini_checks import normalize_contents
 from vnc_use.testing.gemini_standin import FunctionCallSpec, GeminiStandIn, Reply
 
@@ -82,14 +88,51 @@ def _user_texts(body: Any) -> str:
     )
 
 
+@contextlib.contextmanager
+def _interactive_view(tid: str, base: list[str], env: dict[str, str]) -> Iterator[str]:
+    """``vnc-use view --interactive ID`` running; yields its recording relay's address."""
+    view = subprocess.Popen(
+        [*CLI, "view", "--interactive", tid, "--port", "0", *base],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert view.stdout is not None
+        relay = None
+        for line in view.stdout:
+            if "VNC clients:" in line:
+                relay = line.split("VNC clients:")[1].split()[0]
+                break
+        assert relay, view.stderr.read() if view.stderr else ""
+        yield relay
+    finally:
+        view.send_signal(signal.SIGTERM)
+        try:
+            view.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            view.kill()
+            view.communicate()
+
+
 def test_takeover_pauses_the_run_and_handback_goes_on(
     probe: Probe, gemini: GeminiStandIn, tmp_path: Path
 ) -> None:
     w, h = probe.size
     targets = _targets(probe)
 
+    holds = DesktopHolds(
+        SqliteJournalStore(tmp_path / "vnc-use.sqlite"), desktop_key(probe.desktop.server)
+    )
+
     def script(body: Any, index: int) -> Reply:
         done = _clicked(body)
+        if index == 2:  # the model thinks about click 3 until the takeover is on its way
+            deadline = time.monotonic() + 60
+            while holds.held_for(tid) is None and time.monotonic() < deadline:
+                time.sleep(0.05)
         if done >= len(targets):
             return replace(Reply.text("All six clicked."), latency=LATENCY)
         x, y = targets[done]
@@ -145,9 +188,12 @@ def test_takeover_pauses_the_run_and_handback_goes_on(
     entry_box = (ex, ey, ex + ew, ey + eh)
     before = gemini.requests[requests - 1]
     person_click = (w // 10, h // 3)
-    with VNCController(timeout=10.0, connect_timeout=5.0).connect(
-        probe.desktop.server, probe.desktop.password
-    ) as person:
+    with (
+        _interactive_view(tid, base, env) as relay,
+        VNCController(timeout=10.0, connect_timeout=5.0).connect(
+            relay, probe.desktop.password
+        ) as person,
+    ):
         person.click(*probe.entry_center)
         person.type_text(TYPED)
         person.click(*person_click)
@@ -162,6 +208,7 @@ def test_takeover_pauses_the_run_and_handback_goes_on(
     first_after = gemini.requests[requests]
     said = _user_texts(first_after.body)
     assert "A person took control of the desktop" in said and NOTE in said
+    assert "2 clicks" in said
     shown = first_after.image_parts()[-1]  # the fresh screenshot, with what the person typed
     old = before.image_parts()[-1]
     now, then = _crop(shown, entry_box), _crop(old, entry_box)
@@ -172,6 +219,14 @@ def test_takeover_pauses_the_run_and_handback_goes_on(
 
     record = json.loads((tmp_path / tid / "run.json").read_text())
     assert record["status"] == "done"
+    events = [json.loads(line) for line in (tmp_path / tid / "events.jsonl").open()]
+    person = [e for e in events if e["event"] == "person_input"]
+    clicks = [(e["x"], e["y"]) for e in person if e["kind"] == "click"]
+    assert clicks == [probe.entry_center, person_click]
+    assert sum(e["count"] for e in person if e["kind"] == "keys") >= len(TYPED)
+    assert all(set(e) <= {"event", "ts", "kind", "x", "y", "button", "count"} for e in person)
+    kinds = [e["event"] for e in events]
+    assert kinds.index("taken_over") < kinds.index("handed_back")
     for path in (tmp_path / tid).rglob("*"):
         if path.is_file():
             assert TYPED.encode() not in path.read_bytes(), path

@@ -21,6 +21,7 @@ positions, key presses only as a count, never the text.
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -39,7 +40,7 @@ from vnc_use.store.holds import Hold
 from vnc_use.store.lease import DEFAULT_LEASE_TIMEOUT, LeaseBusy
 from vnc_use.store.storage import Storage
 
-__all__ = ["desktop_of", "person_input", "take_over"]
+__all__ = ["PersonRecorder", "desktop_of", "held_run", "person_input", "take_over"]
 
 POLL_S = 0.2
 
@@ -187,3 +188,56 @@ def person_input(run_dir: Path, since: float) -> dict[str, int]:
         elif event.get("kind") == "keys":
             keys += int(event.get("count") or 0)
     return {"clicks": clicks, "keys": keys}
+
+
+def held_run(runs_dir: Path, thread_id: str) -> str:
+    """The VNC address of run ``thread_id``'s desktop, for a person's interactive view: only
+    while the run waits for a person (``awaiting_human``, its ``run.json``); one line
+    otherwise."""
+    record = run_record.read(runs_dir / thread_id)
+    if record.status != RunStatus.AWAITING_HUMAN.value:
+        raise ConfigError(
+            f"run {thread_id!r} is not held by a person ({record.status or 'running'}): take "
+            f"it over first (vnc-use takeover {thread_id}); the agent acts on it otherwise"
+        )
+    if not record.vnc_server:
+        raise ConfigError(f"run {thread_id!r} has no VNC desktop to show")
+    return record.vnc_server
+
+
+class PersonRecorder:
+    """Writes what a person does on a held run's desktop into its events
+    (:class:`~vnc_use.desktops.person_tap.PersonTap`'s callbacks): each click with its
+    position (``person_input`` ``kind: click``), key presses as a count (``kind: keys``,
+    written before the next click and at :meth:`close`), never which keys."""
+
+    def __init__(self, runs_dir: Path, thread_id: str, secrets: list[str | None]) -> None:
+        self.folder = run_folder(runs_dir, thread_id, secrets)
+        self.keys = 0
+        self._lock = threading.Lock()
+
+    def _flush(self) -> None:
+        if self.keys:
+            self.folder.event("person_input", kind="keys", count=self.keys)
+            self.keys = 0
+
+    def click(self, x: int, y: int, button: int) -> None:
+        with self._lock:
+            self._flush()
+            self.folder.event("person_input", kind="click", x=x, y=y, button=button)
+
+    def key(self, count: int) -> None:
+        with self._lock:
+            self.keys += count
+
+    def lost(self, why: str) -> None:
+        with self._lock:
+            self._flush()
+            self.folder.event(
+                "person_input_unrecorded",
+                message=f"the person's input is no longer recorded: {why}",
+            )
+
+    def close(self) -> None:
+        with self._lock:
+            self._flush()
