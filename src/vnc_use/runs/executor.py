@@ -561,8 +561,8 @@ class ServedExecutor:
 
 
 NOT_YET = (
-    "takeover and handback work for runs in this process only so far ({flags}): take over a "
-    "local run, or stop this one (vnc-use stop) and use its desktop"
+    "takeover and handback work for local runs only so far, not with {flags}: take over a run "
+    "started without --server or --fleet"
 )
 """The one-line refusal of the executors that cannot take a run over yet."""
 

@@ -75,13 +75,15 @@ def take_over(
 ) -> RunResult:
     """``person`` takes run ``thread_id``'s desktop (see the module's doc); returns the run
     paused (``awaiting_human``) once nothing of the run acts any more."""
-    from vnc_use.runs.agent import run_state
-
     graph = build_graph().compile(checkpointer=storage.checkpointer)
     snap = _state(graph, thread_id)
     if not snap.values:
         raise ConfigError(f"no run with thread id {thread_id!r} in {storage.described}")
-    rules.check("takeover", thread_id, run_state(snap))
+    status = str(snap.values.get("status") or RunStatus.RUNNING.value)
+    state = rules.state_of(
+        status, waiting=bool(snap.interrupts), step_left=bool(snap.next or snap.tasks)
+    )
+    rules.check("takeover", thread_id, state)
     key = desktop_of(runs_dir, thread_id)
     holds = storage.holds(key)
     held = holds.held_for(thread_id)
