@@ -1,0 +1,59 @@
+"""A person in the loop: the run rules of takeover and handback, and what a hand-back writes
+(:mod:`vnc_use.agent.human`, :mod:`vnc_use.runs.rules`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from vnc_use.agent.human import NOT_RUN, handed_back
+from vnc_use.agent.nodes import handback_text
+from vnc_use.errors import ConfigError
+from vnc_use.runs import rules
+
+
+@pytest.mark.parametrize(
+    ("state", "takeover", "handback", "resume"),
+    [
+        ("running", "take", None, None),
+        ("interrupted", "take", None, "continue"),
+        ("awaiting_human", "take", "hand_back", None),
+        ("awaiting_approval", None, None, None),
+        ("done", None, None, "show"),
+        ("stuck", None, None, "reopen"),
+    ],
+)
+def test_the_rules_of_a_person(
+    state: str, takeover: str | None, handback: str | None, resume: str | None
+) -> None:
+    for verb, way in (("takeover", takeover), ("handback", handback), ("resume", resume)):
+        if way is None:
+            with pytest.raises(ConfigError) as refused:
+                rules.check(verb, "r1", state)  # type: ignore[arg-type]
+            assert "\n" not in str(refused.value) and "r1" in str(refused.value)
+        else:
+            assert rules.check(verb, "r1", state) == way  # type: ignore[arg-type]
+    if state == "awaiting_human":
+        with pytest.raises(ConfigError, match="handback r1 --note"):
+            rules.check("resume", "r1", state)
+
+
+def test_a_handback_answers_the_unrun_calls_and_brings_the_person_turn() -> None:
+    values = {
+        "status": "awaiting_human",
+        "pending_calls": [{"id": "c2", "name": "click_at", "args": {"x": 1, "y": 2}}],
+        "responses": [{"name": "click_at", "id": "c1", "screenshot": "ab"}],
+        "call_index": 1,
+        "human": {"asked_by": "person", "holder": "ann"},
+    }
+    returned = {"asked_by": "person", "note": "logged in", "seconds": 41.6, "clicks": 2, "keys": 9}
+    update = handed_back(values, returned)
+    assert update["status"] == "running" and update["done"] is False and update["human"] is None
+    answered = update["contents"][0]["responses"]
+    assert [r["id"] for r in answered] == ["c1", "c2"] and answered[1]["error"] == NOT_RUN
+    assert update["pending_calls"] == [] and update["call_index"] == 2
+    text = handback_text(update["handed_back"])
+    assert "42 s" in text and "2 clicks, 9 key presses" in text and "logged in" in text
+    # a model's question answered: nothing pending, the answer in plain words
+    asked = handed_back({"status": "awaiting_human"}, {"asked_by": "model", "note": "Grace"})
+    assert "contents" not in asked
+    assert handback_text(asked["handed_back"]).startswith("A person answered your request: Grace")
