@@ -227,6 +227,14 @@ def test_takeover_pauses_the_run_and_handback_goes_on(
     assert all(set(e) <= {"event", "ts", "kind", "x", "y", "button", "count"} for e in person)
     kinds = [e["event"] for e in events]
     assert kinds.index("taken_over") < kinds.index("handed_back")
+    assert "a person had control" in back.stdout and "2 clicks" in back.stdout
+    shown = run_cli(["show", tid, *base])
+    assert "a person had control" in shown.stdout, shown.stdout
+    assert "a person had control" in (tmp_path / tid / "report.html").read_text()
+    segments = json.loads((tmp_path / tid / "video.json").read_text())["segments"]
+    theirs = [s for s in segments if s.get("person")]  # the video has the person's part
+    assert len(theirs) == 1 and (tmp_path / tid / theirs[0]["file"]).stat().st_size > 0
+    assert theirs[0]["frames"] > 0 and len(segments) == 3  # the run, the person, the hand-back
     for path in (tmp_path / tid).rglob("*"):
         if path.is_file():
             assert TYPED.encode() not in path.read_bytes(), path

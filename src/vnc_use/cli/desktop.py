@@ -292,7 +292,14 @@ def command_view(args: argparse.Namespace) -> int:
         tap = _run_desktop(args, stack) if args.thread_id else None
         host, port, password, enforced, server = _view_target(args)
         if tap is not None:  # the person's input goes through the recording relay
+            from pathlib import Path
+
+            from vnc_use.runs.takeover import person_video
+
             tap.target = (host, port)
+            stack.enter_context(
+                person_video(Path(args.runs_dir), args.thread_id, f"{host}::{port}", password)
+            )
             host, port = stack.enter_context(tap).address
         view = _start_view(args, host, port, password)
         previous = signal.signal(signal.SIGTERM, _raise_interrupt)

@@ -197,9 +197,15 @@ def _human_line(e: dict[str, Any]) -> Segments:
         return [("  the model asks for a person: ", "yellow"), (str(e.get("question")), "bold")]
     if e.get("event") == "taken_over":
         return [("  a person took the desktop: ", "yellow"), (str(e.get("holder", "")), "bold")]
-    held = f" after {float(e.get('seconds') or 0):.0f} s" if e.get("asked_by") != "model" else ""
     note = f": {e.get('note')}" if e.get("note") else ""
-    return [(f"  handed back{held}", "yellow"), (note, "")]
+    if e.get("asked_by") == "model":
+        return [("  a person answered the model", "yellow"), (note, "")]
+    clicks, keys = int(e.get("clicks") or 0), int(e.get("keys") or 0)
+    held = (
+        f"  a person had control, {float(e.get('seconds') or 0):.0f} s ({clicks} click"
+        f"{'' if clicks == 1 else 's'}, {keys} key press{'' if keys == 1 else 'es'}), handed back"
+    )
+    return [(held, "yellow"), (note, "")]
 
 
 _PEOPLE: dict[str, Callable[[dict[str, Any]], Segments]] = {

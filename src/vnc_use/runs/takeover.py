@@ -21,8 +21,11 @@ positions, key presses only as a count, never the text.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +43,16 @@ from vnc_use.store.holds import Hold
 from vnc_use.store.lease import DEFAULT_LEASE_TIMEOUT, LeaseBusy
 from vnc_use.store.storage import Storage
 
-__all__ = ["PersonRecorder", "desktop_of", "held_run", "person_input", "take_over"]
+__all__ = [
+    "PersonRecorder",
+    "desktop_of",
+    "held_run",
+    "person_input",
+    "person_video",
+    "take_over",
+]
+
+log = logging.getLogger(__name__)
 
 POLL_S = 0.2
 
@@ -243,3 +255,35 @@ class PersonRecorder:
     def close(self) -> None:
         with self._lock:
             self._flush()
+
+
+@contextlib.contextmanager
+def person_video(runs_dir: Path, thread_id: str, server: str, password: str) -> Iterator[None]:
+    """Record the person's part into the run's video (a segment marked ``person``) while the
+    block runs, when the run records video; a desktop that cannot be recorded is told in the
+    run's events and the block goes on."""
+    from vnc_use.desktops.vnc import VNCController
+    from vnc_use.errors import VncError
+    from vnc_use.record.video import DEFAULT_VIDEO_FPS, record_desktop, stop_recording
+
+    record = run_record.read(runs_dir / thread_id)
+    if record.video is False:
+        yield
+        return
+    fps = float(record.video_fps or DEFAULT_VIDEO_FPS)
+    try:
+        controller = VNCController(timeout=10.0, connect_timeout=10.0).connect(server, password)
+    except VncError as exc:
+        log.info("the person's part is not recorded: %s", exc)
+        folder = run_folder(runs_dir, thread_id, [password])
+        folder.event("video_failed", message=f"the person's part is not in the video: {exc}")
+        yield
+        return
+    recorder = record_desktop(controller, runs_dir / thread_id, fps, person=True)
+    try:
+        yield
+    finally:
+        try:
+            stop_recording(controller, recorder)
+        finally:
+            controller.disconnect()
