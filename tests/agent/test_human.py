@@ -57,3 +57,33 @@ def test_a_handback_answers_the_unrun_calls_and_brings_the_person_turn() -> None
     asked = handed_back({"status": "awaiting_human"}, {"asked_by": "model", "note": "Grace"})
     assert "contents" not in asked
     assert handback_text(asked["handed_back"]).startswith("A person answered your request: Grace")
+
+
+def test_claude_gets_a_person_turn_in_the_user_message_before_it() -> None:
+    """Claude's messages alternate: a person's turn right after the results (or the task)
+    joins that user message, the results first."""
+    import io
+
+    from PIL import Image
+
+    from vnc_use.providers import history
+    from vnc_use.providers.anthropic.request import build
+    from vnc_use.providers.anthropic.versions import choose
+
+    buf = io.BytesIO()
+    Image.new("RGB", (64, 48), "white").save(buf, format="PNG")
+    png = buf.getvalue()
+    turns = [
+        history.task_turn("Log in", None),
+        history.person_turn(
+            "A person answered your request: use the work account.",
+            "s1",
+            (64, 48),
+            {"asked_by": "model"},
+        ),
+    ]
+    built = build(turns, lambda sha: png, 3, choose("claude-sonnet-4-5"))
+    assert [m["role"] for m in built.messages] == ["user"]
+    kinds = [block["type"] for block in built.messages[0]["content"]]
+    assert kinds == ["text", "text", "image"]
+    assert "work account" in built.messages[0]["content"][1]["text"]

@@ -278,6 +278,11 @@ def build(
                 count += 1
         count += answers.count
         record = {}
+        if turn.get("person") and messages and messages[-1]["role"] == "user":
+            # a person's turn right after the results (or the task): one user message, the
+            # tool results first (the roles alternate)
+            messages[-1]["content"].extend(content)
+            continue
         messages.append({"role": "user", "content": content})
     for sha in set(images.cache) - images.used:
         del images.cache[sha]
