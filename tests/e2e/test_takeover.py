@@ -181,7 +181,18 @@ def test_takeover_pauses_the_run_and_handback_goes_on(
     assert forced.returncode == 0, forced.stdout + forced.stderr
     stale = run_cli(["handback", tid, "--as", "alice", *base], probe.desktop)
     assert stale.returncode == 2 and "bob since" in stale.stderr, stale.stdout + stale.stderr
+    other = run_cli(  # no other run takes the held desktop
+        [
+            *("run", "--vnc", probe.desktop.server, "--task", "Click", "--thread-id", "other"),
+            *("--lease-timeout", "1", *base),
+        ],
+        probe.desktop,
+    )
+    assert other.returncode == 1 and "held by bob" in other.stderr, other.stdout + other.stderr
+    again = run_cli(["resume", tid, *base], probe.desktop)  # nor the run itself
+    assert again.returncode == 2 and "handback" in again.stderr, again.stderr
     assert len(gemini.requests) == requests
+    assert len(probe.log.events()) == events
 
     # the person, with their own VNC client
     ex, ey, ew, eh = probe.ready["entry"]
