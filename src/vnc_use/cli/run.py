@@ -310,7 +310,7 @@ def _elsewhere(args: argparse.Namespace) -> Any:
         from vnc_use.fleet.executor import FleetExecutor
 
         url = fleet_commands.fleet_url(args.fleet)
-        moved = args.vnc if args.command != "run" else None
+        moved = getattr(args, "vnc", None) if args.command != "run" else None
         return FleetExecutor(url, label=getattr(args, "label", None), desktop=moved)
     return None
 

@@ -861,10 +861,11 @@ class VncUseAgent:
 
         def fence() -> dict[str, Any] | None:
             hold = holds.current()
+            if hold is not None and hold.held and hold.run == thread_id:
+                # (also when taken just before this leg began: a leg never starts held)
+                return {"holder": hold.holder, "since": hold.since, "epoch": hold.epoch}
             if hold is None or hold.epoch == began:
                 return None
-            if hold.held and hold.run == thread_id:
-                return {"holder": hold.holder, "since": hold.since, "epoch": hold.epoch}
             raise DesktopMovedOn(
                 f"the desktop {holds.desktop} moved on without run {thread_id} (its hold is at "
                 f"epoch {hold.epoch}, this leg began at {began}): nothing more was sent; "
