@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from vnc_use.agent.human import NOT_RUN, handed_back
 from vnc_use.agent.nodes import handback_text
 from vnc_use.errors import ConfigError
 from vnc_use.runs import rules
+from vnc_use.testing.gemini_standin import GeminiStandIn
 
 
 @pytest.mark.parametrize(
@@ -87,3 +90,24 @@ def test_claude_gets_a_person_turn_in_the_user_message_before_it() -> None:
     kinds = [block["type"] for block in built.messages[0]["content"]]
     assert kinds == ["text", "text", "image"]
     assert "work account" in built.messages[0]["content"][1]["text"]
+
+
+def test_a_leg_pauses_for_its_holder_and_a_stale_leg_is_refused(
+    tmp_path: Path, gemini: GeminiStandIn
+) -> None:
+    """The step-boundary check a leg makes (``AgentContext.fence``): a person's hold on its
+    desktop for its run pauses it; an epoch moved on without its run refuses its writes."""
+    from vnc_use import VncUseAgent
+    from vnc_use.runs.agent import DesktopMovedOn
+
+    with VncUseAgent(vnc_server="127.0.0.1::1", runs_dir=tmp_path) as agent:
+        holds = agent.storage.holds("127.0.0.1::1")
+        fence = agent._fence("r1")
+        assert fence is not None and fence() is None  # nothing changed
+        holds.take("r1", "ann")
+        assert fence() == {"holder": "ann", "since": holds.current().since, "epoch": 1}
+        holds.free("r1", "ann")  # handed back to another leg: this one is stale
+        with pytest.raises(DesktopMovedOn, match="moved on without run r1"):
+            fence()
+        late = agent._fence("r1")  # a leg that began after the hand-back goes on
+        assert late is not None and late() is None
