@@ -104,8 +104,8 @@ def test_a_leg_pauses_for_its_holder_and_a_stale_leg_is_refused(
         holds = agent.storage.holds("127.0.0.1::1")
         fence = agent._fence("r1")
         assert fence is not None and fence() is None  # nothing changed
-        holds.take("r1", "ann")
-        assert fence() == {"holder": "ann", "since": holds.current().since, "epoch": 1}
+        taken = holds.take("r1", "ann")
+        assert fence() == {"holder": "ann", "since": taken.since, "epoch": 1}
         holds.free("r1", "ann")  # handed back to another leg: this one is stale
         with pytest.raises(DesktopMovedOn, match="moved on without run r1"):
             fence()
