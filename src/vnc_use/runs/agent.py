@@ -725,7 +725,12 @@ class VncUseAgent:
         deadline = time.monotonic() + self.lease_timeout
         told = False
         while True:
-            with lease.hold(max(0.0, deadline - time.monotonic()), waiting):
+            try:
+                lease.acquire(max(0.0, deadline - time.monotonic()), waiting)
+            except LeaseBusy as busy:  # named with the whole wait
+                raise LeaseBusy(busy.desktop, busy.holder, self.lease_timeout) from None
+            with contextlib.ExitStack() as held:
+                held.callback(lease.release)
                 other = holds.held_for_other(thread_id)
                 if other is None:
                     yield _person_hold(holds, thread_id, handing_back)
