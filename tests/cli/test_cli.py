@@ -48,6 +48,9 @@ def test_help_of_both_console_scripts() -> None:
         )
         assert proc.returncode == 0, proc.stderr
         assert "run" in proc.stdout and "approve" in proc.stdout and "Exit codes" in proc.stdout
+        # the four providers a newcomer can choose (issue 38)
+        said = " ".join(proc.stdout.split())
+        assert "Gemini, Claude, OpenAI, or an open model behind an OpenAI-compatible" in said
 
 
 @pytest.mark.desktop

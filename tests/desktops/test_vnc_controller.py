@@ -402,6 +402,27 @@ def test_clear_first_clears_and_press_enter_submits(probe: Probe, vnc: VNCContro
     assert submit["text"] == "new"
 
 
+@pytest.mark.desktop
+def test_first_press_since_finds_the_click_before_a_long_text(
+    probe: Probe, vnc: VNCController
+) -> None:
+    """Where the report's video shows an action (issue 38): its first press, the click, even
+    after a text of a hundred keys; None before any press; moves are not presses."""
+    since = time.time()
+    vnc.move(*probe.canvas_point())
+    assert vnc.first_press_since(since) is None
+    vnc.click(*probe.entry_center)
+    clicked = time.time()
+    vnc.type_text("x" * 100)
+    probe.log.wait_for(lambda e: e.get("text", "").endswith("x" * 100), what="the text")
+    first = vnc.first_press_since(since)
+    assert first is not None and since <= first <= clicked
+    press = probe.log.wait_type("press")  # the probe got it after it was sent
+    assert first <= press["t"]
+    later = vnc.first_press_since(clicked)  # the first key of the text
+    assert later is not None and first < later <= time.time()
+
+
 # --------------------------------------------------------------------------- screen
 
 

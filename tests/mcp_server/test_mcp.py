@@ -280,6 +280,11 @@ def test_stdio_tools_drive_the_probe_and_journal_the_session(
     html = (session_dir / "report.html").read_text()
     assert "press_keys" in html and "type_text" in html
     assert read_segments(session_dir) and 'id="run-video"' in html  # recorded (issue 32)
+    # each step's video button seeks just after its first press (issue 38): all 8 pressed
+    events = [json.loads(x) for x in (session_dir / "events.jsonl").read_text().splitlines()]
+    actions = [e for e in events if e["event"] == "action"]
+    assert len(actions) == 8 and all(e["started"] <= e["pressed_at"] for e in actions)
+    assert f'data-at="{actions[0]["pressed_at"] + 0.01:.3f}"' in html
     ended = json.loads((session_dir / "events.jsonl").read_text().splitlines()[-1])
     assert ended["event"] == "run_ended" and ended["steps"] == 8
     for secret in (probe.desktop.password, DUMMY_API_KEY):
@@ -573,6 +578,21 @@ def test_tools_refuse_unknown_arguments_and_apply_the_screen_region(
             typed = await c.call_tool("type_text", {"text": "never typed", "press enter": True})
             assert typed.is_error and "\n" not in text_of(typed), text_of(typed)
             assert "'press enter'" in text_of(typed) and "press_enter" in text_of(typed)
+            # issue 38: a wrong type or a missing argument is one line naming it and what it
+            # should be, not pydantic's four lines with a web link
+            for args, name, problem in (
+                ({"x": "abc", "y": 5}, "'x'", "should be a valid integer"),
+                ({"x": 5}, "'y'", "is missing"),
+                ({"x": 5, "y": 5, "count": 7}, "'count'", "should be less than or equal to 3"),
+            ):
+                bad = await c.call_tool("click", args)
+                said = text_of(bad)
+                assert bad.is_error and "\n" not in said, said
+                assert f"argument {name} {problem}" in said and "nothing was done" in said, said
+                assert "pydantic" not in said and "http" not in said, said
+            wrong = await c.call_tool("type_text", {"text": "never typed", "press_enter": "hm"})
+            assert "argument 'press_enter' should be a valid boolean" in text_of(wrong)
+            assert "\n" not in text_of(wrong) and "never typed" not in text_of(wrong)
             shot = await c.call_tool("screenshot", {})
             assert not shot.is_error and png_of(shot).size == (rw, rh)
             clicked = await c.call_tool("click", {"x": cx - ox, "y": cy - oy})

@@ -13,6 +13,7 @@ import base64
 import dataclasses
 import io
 import json
+import math
 import os
 import signal
 import subprocess
@@ -28,9 +29,10 @@ import pytest
 from PIL import Image
 
 from vnc_use import VncUseAgent
+from vnc_use.desktops.vnc.controller import VNCController
 from vnc_use.providers.gemini.planner import GeminiComputerUse
 from vnc_use.record.report import write_report
-from vnc_use.record.video import read_segments
+from vnc_use.record.video import read_segments, record_desktop, stop_recording
 from vnc_use.testing.desktop import TestDesktop
 from vnc_use.testing.gemini_standin import (
     FunctionCallSpec,
@@ -199,48 +201,150 @@ def test_the_report_plays_the_video_and_seeks_to_step_3(
     write_report(run_dir)
     browser = Browser(tmp_path_factory.mktemp("chromium") / "profile")
     try:
-        page = browser.new_page()
-        page.send(
-            "Emulation.setDeviceMetricsOverride",
-            width=1200,
-            height=900,
-            deviceScaleFactor=1,
-            mobile=False,
-        )
-        page.open((run_dir / "report.html").as_uri())
-        _wait(page, "document.getElementById('run-video').readyState >= 1")
+        page = _report_page(browser, run_dir)
         page.evaluate("document.getElementById('run-video').play(), 1")
         _wait(page, "document.getElementById('run-video').currentTime > 0.3")
         marks = page.evaluate("[...document.querySelectorAll('.timeline a.mark')].length")
         assert marks == 1  # step 1 is in the first segment; the others in the second
-        page.evaluate(
-            "document.getElementById('run-video').pause(),"
-            "document.querySelector('section.step[data-step=\"3\"] button.seek').click(), 1"
-        )
-        at = float(
-            page.evaluate(
-                "document.querySelector('section.step[data-step=\"3\"] button.seek').dataset.at"
-            )
-        )
-        expected = at - read_segments(run_dir)[1].started
-        _wait(
-            page,
-            "(() => { const v = document.getElementById('run-video');"
-            " return v.dataset.segment === '1' && !v.seeking && v.readyState >= 2"
-            f" && Math.abs(v.currentTime - {expected}) < 0.01; }})()",
-        )
+        shown = _seek_step(page, run_dir, 3)
         assert page.evaluate("document.querySelectorAll('.timeline a.mark').length") == 3
-        shown = _video_pixels(page)
         assert page.problems() == []
     finally:
         browser.close()
-    # what the player shows is step 3's screen: the 2nd click's square, not yet the 3rd's
+    # what the player shows is step 3's click: the 2nd click's square, not yet the 3rd's (the
+    # probe paints it after the click), and the 3rd click's ring
     scale = shown.width / WIDTH
     (bx, by), (cx, cy) = CLICKS[1], CLICKS[2]
     second = shown.getpixel((round((bx - 4) * scale), round((by - 4) * scale)))
     third = shown.getpixel((round((cx - 4) * scale), round((cy - 4) * scale)))
     assert close(second, (0x20, 0xA0, 0x20)), second  # the probe's 2nd colour
     assert close(third, (0xF4, 0xF4, 0xF4), 30), third  # still the background
+    assert _has_scaled_ring(shown, cx, cy, scale)
+
+
+def test_each_step_button_pauses_the_video_on_its_click_ring(
+    recorded: Recorded, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Issue 38: a step's button seeks to its click, not a few milliseconds before it: the
+    paused frame has the click's ring at the click's point, for every step (both segments)."""
+    run_dir = recorded.runs / recorded.thread_id
+    write_report(run_dir)
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    actions = {e["step"]: e for e in events if e["event"] == "action"}
+    browser = Browser(tmp_path_factory.mktemp("chromium") / "profile")
+    try:
+        page = _report_page(browser, run_dir)
+        for step, press in enumerate(recorded.presses, 1):
+            at = float(
+                page.evaluate(
+                    f"document.querySelector('section.step[data-step=\"{step}\"] button.seek')"
+                    ".dataset.at"
+                )
+            )
+            shown = _seek_step(page, run_dir, step)
+            scale = shown.width / WIDTH
+            assert _has_scaled_ring(shown, press["x"], press["y"], scale), (step, press)
+            # at the press vnc-use sent (the probe's time of it is later: the server's hop)
+            assert actions[step]["started"] <= actions[step]["pressed_at"] <= at, step
+            assert at < press["t"] + 0.5, (at, press)  # while its ring is drawn
+        assert page.problems() == []
+    finally:
+        browser.close()
+
+
+def test_the_player_shows_a_poster_and_reads_a_sub_second_length(
+    recorded: Recorded, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Issue 38: before it plays, the player shows the first step's screenshot, not black;
+    under it, the segment's position and length read in tenths of a second (the browser's own
+    m:ss display, which reads a 0.8 s segment as 0:00 / 0:00, is hidden)."""
+    run_dir = recorded.runs / recorded.thread_id
+    write_report(run_dir)
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    first_shot = next(e["screenshot"] for e in events if e["event"] == "observe")
+    browser = Browser(tmp_path_factory.mktemp("chromium") / "profile")
+    try:
+        page = _report_page(browser, run_dir)
+        poster = page.evaluate("document.getElementById('run-video').poster")
+        assert poster == (run_dir / "screenshots" / f"{first_shot}.png").as_uri()
+        before = _video_pixels(page).convert("L").resize((1, 1), Image.Resampling.BOX)
+        assert before.getpixel((0, 0)) > 150, before.getpixel((0, 0))  # not black: the poster
+        shown = _seek_step(page, run_dir, 3)  # the second segment, under a second long
+        length = float(page.evaluate("document.getElementById('run-video').duration"))
+        position = float(page.evaluate("document.getElementById('run-video').currentTime"))
+        clock = page.evaluate("document.getElementById('run-clock').textContent")
+        assert clock == f"{_tenths(position)} / {_tenths(length)} \u00b7 segment 2 of 2", clock
+        assert length >= 0.1 and clock.split(" / ")[1] != "0:00.0"
+        controls = _controls_pixels(page)
+        page.evaluate(
+            "document.head.appendChild(Object.assign(document.createElement('style'), {"
+            "textContent: 'section.video video::-webkit-media-controls-current-time-display"
+            " { display: block !important; }'})), 1"
+        )
+        deadline = time.monotonic() + 10  # shown again, it changes the controls: it was hidden
+        while _controls_pixels(page) == controls:
+            assert time.monotonic() < deadline, "the browser's own time display was not hidden"
+            time.sleep(0.05)
+        assert shown.width > 0 and page.problems() == []
+    finally:
+        browser.close()
+
+
+def _tenths(t: float) -> str:
+    """m:ss.s, rounded half up like the page's script (Math.round)."""
+    d = math.floor(t * 10 + 0.5)
+    return f"{d // 600}:{(d % 600) / 10:04.1f}"
+
+
+def _controls_pixels(page: Any) -> bytes:
+    """A PNG of the bottom 60 pixels of the player (its controls, shown while paused)."""
+    x, y, w, h = page.evaluate(
+        "(() => { window.scrollTo(0, 0); const r ="
+        " document.getElementById('run-video').getBoundingClientRect();"
+        " return [r.x, r.y, r.width, r.height]; })()"
+    )
+    clip = {"x": x, "y": y + h - 60, "width": w, "height": 60, "scale": 1}
+    data = page.send("Page.captureScreenshot", format="png", clip=clip, captureBeyondViewport=True)
+    return base64.b64decode(data["data"])
+
+
+def _has_scaled_ring(image: Image.Image, x: int, y: int, scale: float) -> bool:
+    """The click mark around (x, y) on a picture of the video shown at ``scale``."""
+    r = 12 * scale
+    sides = [(x * scale + r, y * scale), (x * scale - r, y * scale)]
+    sides += [(x * scale, y * scale + r), (x * scale, y * scale - r)]
+    return sum(close(image.getpixel((round(a), round(b))), MARK, 70) for a, b in sides) >= 2
+
+
+def _report_page(browser: Browser, run_dir: Path) -> Any:
+    page = browser.new_page()
+    page.send(
+        "Emulation.setDeviceMetricsOverride",
+        width=1200,
+        height=900,
+        deviceScaleFactor=1,
+        mobile=False,
+    )
+    page.open((run_dir / "report.html").as_uri())
+    _wait(page, "document.getElementById('run-video').readyState >= 1")
+    return page
+
+
+def _seek_step(page: Any, run_dir: Path, step: int) -> Image.Image:
+    """Pause, press step ``step``'s video button, wait for the seek; what the player shows."""
+    button = f"document.querySelector('section.step[data-step=\"{step}\"] button.seek')"
+    page.evaluate(f"document.getElementById('run-video').pause(), {button}.click(), 1")
+    at = float(page.evaluate(f"{button}.dataset.at"))
+    segments = read_segments(run_dir)
+    index = max(i for i, s in enumerate(segments) if s.started <= at)
+    expected = at - segments[index].started
+    _wait(
+        page,
+        "(() => { const v = document.getElementById('run-video');"
+        f" return v.dataset.segment === '{index}' && !v.seeking && v.readyState >= 2"
+        f" && Math.abs(v.currentTime - {expected}) < 0.01; }})()",
+    )
+    return _video_pixels(page)
 
 
 def _wait(page: Any, condition: str, timeout: float = 20.0) -> None:
@@ -407,3 +511,49 @@ def test_no_video_records_none(dialog_probe: DialogProbe, tmp_path: Path) -> Non
     proc = run_cli(["report", "quiet", "--video", "--runs-dir", str(runs)])
     assert proc.returncode == 0 and "video: none" in proc.stdout, proc.stdout
     assert "<video" not in (run_dir / "report.html").read_text("utf-8")
+
+
+def test_the_video_shows_one_pointer_the_desktops_own(tmp_path: Path) -> None:
+    """Issue 38: the server draws the desktop's own cursor into the screen it sends (an
+    xterm's I-beam here); vnc-use drew an arrow of its own beside it: two pointers. Now the
+    video shows the screen around the pointer as the screenshots do: the I-beam alone."""
+    desktop = TestDesktop(800, 600).start()
+    try:
+        desktop.launch(["xterm", "-geometry", "132x50+0+0", "-bg", "white", "-fg", "black"])
+        with VNCController().connect(desktop.server, desktop.password) as vnc:
+            _wait_for(lambda: vnc.screenshot().getpixel((600, 400))[:3] == (255, 255, 255))
+            recorder = record_desktop(vnc, tmp_path, 10.0)
+            assert recorder is not None
+            try:
+                _wait_for(lambda: recorder.frames >= 1)  # the tap is on the connection
+                vnc.move(400, 300)
+                _wait_for(lambda: _dark(vnc.screenshot(), 400, 300) >= 6)  # the I-beam
+                frames = recorder.frames
+                screen = vnc.screenshot()  # a full refresh: the video takes a frame of it
+                _wait_for(lambda: recorder.frames > frames)
+            finally:
+                stop_recording(vnc, recorder)
+    finally:
+        desktop.stop()
+    (segment,) = read_segments(tmp_path)
+    last = frames_of(tmp_path / segment.file)[-1]
+    mine, theirs = _dark(last, 400, 300), _dark(screen, 400, 300)
+    assert theirs >= 6 and abs(mine - theirs) <= 4, (mine, theirs)
+
+
+def _dark(image: Image.Image, x: int, y: int) -> int:
+    """Dark pixels around (x, y) (a pointer's lines on the xterm's white)."""
+    box = image.convert("L").crop((x - 16, y - 16, x + 24, y + 28)).point(lambda v: v < 128)
+    return sum(box.histogram()[1:])
+
+
+def frames_of(path: Path) -> list[Image.Image]:
+    with av.open(str(path)) as container:
+        return [f.to_image() for f in container.decode(video=0)]
+
+
+def _wait_for(condition: Any, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)

@@ -112,7 +112,10 @@ class _Result:
     size: tuple[int, int] | None = None
     action_ms: float = 0.0
     started: float | None = None
-    """Wall-clock time the action began (the report seeks the run's video there)."""
+    """Wall-clock time the action began."""
+    pressed_at: float | None = None
+    """Wall-clock time of its first button or key press, after the video marked it (the
+    report seeks the run's video there: the click's ring is on that frame)."""
     stall_note: str | None = None
     """Stall detection's note to the model (the first stall), sent with the result."""
 
@@ -141,6 +144,7 @@ def act(state: CUAState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     custom = ctx.planner.is_custom(c.call["name"])
     result = _run_custom(ctx, c) if custom else _run_action(ctx, c)
     result.started = round(started, 3)
+    result.pressed_at = None if custom else _first_press(ctx, started)
     result.action_ms = round((time.monotonic() - t_act) * 1000, 1)
     check = None
     if not custom:
@@ -152,6 +156,13 @@ def act(state: CUAState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         update["stall"] = check.state
     update["active_seconds"] = time.monotonic() - t0
     return update
+
+
+def _first_press(ctx: AgentContext, since: float) -> float | None:
+    """When the action's first button or key press was sent (a desktop that knows)."""
+    first = getattr(ctx.desktop, "first_press_since", None)
+    at = first(since) if callable(first) else None
+    return None if at is None else round(float(at), 3)
 
 
 def _begin(ctx: AgentContext, state: CUAState) -> _Call:
@@ -358,6 +369,7 @@ def _record(ctx: AgentContext, state: CUAState, c: _Call, result: _Result) -> Tr
         screen_size=list(result.size or c.size),
         duration_ms=result.action_ms,
         started=result.started,
+        pressed_at=result.pressed_at,
         error=result.error,
         note=result.note,
         approved=c.approved,

@@ -34,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for docs and tests)."""
     parser = argparse.ArgumentParser(
         prog="vnc-use",
-        description="Let a computer-use model (Gemini, or an open model behind an "
+        description="Let a computer-use model (Gemini, Claude, OpenAI, or an open model behind an "
         "OpenAI-compatible server) operate a VNC desktop.",
         epilog="Exit codes: 0 done, 1 error, 2 usage, 3 awaiting approval or a person, 4 denied, "
         "5 budget "

@@ -29,7 +29,7 @@ import anyio.from_thread
 import anyio.to_thread
 from mcp.server.elicitation import render_elicitation_schema
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import (
     CallToolResult,
@@ -40,7 +40,7 @@ from mcp.types import (
     InputRequiredResult,
     TextContent,
 )
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from vnc_use.agent.state import RunResult
 from vnc_use.errors import VncError, VncUseError
@@ -322,10 +322,29 @@ DESCRIPTIONS: Mapping[str, str] = {
 }
 
 
+def _argument_problems(tool: str, exc: ValidationError, parameters: dict[str, Any]) -> str:
+    """One line naming each argument that is missing or of the wrong kind, and what it should
+    be (its schema's description), instead of pydantic's multi-line text with a web link. The
+    values given are not repeated (a tool's text may be a secret)."""
+    properties = parameters.get("properties", {})
+    said = []
+    for error in exc.errors(include_url=False):
+        name = str(error["loc"][0]) if error.get("loc") else "?"
+        if error["type"] == "missing":
+            problem = "is missing"
+        else:
+            msg = str(error["msg"]).split(", ")[0]  # "Input should be a valid integer, ..."
+            problem = msg.replace("Input should", "should", 1)
+        what = properties.get(name, {}).get("description")
+        said.append(f"argument {name!r} {problem}" + (f" ({what})" if what else ""))
+    return f"{tool}: {'; '.join(said)}; nothing was done"
+
+
 class StrictTool(Tool):
     """A tool whose input schema forbids unknown properties (``additionalProperties:
     false``); a call with an unknown or misspelt argument gets a one-line tool error naming
-    it and the tool's arguments, and nothing is done."""
+    it and the tool's arguments, and one with an argument missing or of the wrong kind a
+    one-line error naming it and what it should be; nothing is done."""
 
     @classmethod
     def strict(cls, tool: Tool) -> StrictTool:
@@ -353,7 +372,17 @@ class StrictTool(Tool):
                 f"{self.name} has no argument {unknown[0]!r}; its arguments are: "
                 f"{', '.join(known) or 'none'} (nothing was done)"
             )
-        return await super().run(arguments, context, convert_result=convert_result)
+        try:
+            return await super().run(arguments, context, convert_result=convert_result)
+        except ToolError as exc:
+            # the SDK's check of the arguments (a crash inside the tool is Unexpected...)
+            if isinstance(exc.__cause__, ValidationError) and not isinstance(
+                exc, UnexpectedToolError
+            ):
+                raise ToolError(
+                    _argument_problems(self.name, exc.__cause__, self.parameters)
+                ) from None
+            raise
 
 
 def build_server(session: DesktopSession) -> MCPServer:

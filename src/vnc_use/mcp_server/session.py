@@ -309,11 +309,12 @@ class DesktopSession:
             assert self._journal is not None
             self._step += 1
             step, key = self._step, f"mcp:{self._step}"
-            t0 = time.monotonic()
+            t0, started = time.monotonic(), time.time()
             self._journal.dispatched(key, name, step)
             try:
                 run(desktop, pixels)
                 action_ms = round((time.monotonic() - t0) * 1000, 1)
+                pressed_at = _first_press(desktop, started)
                 shot = self._capture()  # the round trip also proves the server received it
             except VncError as exc:  # sent or not, unknown: the journal keeps it uncertain
                 folder.event("error", message=f"{name} (step {step}): {exc}", kind="vnc")
@@ -340,12 +341,22 @@ class DesktopSession:
                 pixels=pixels,
                 screen_size=list(shot.screen_size),
                 duration_ms=action_ms,
+                started=round(started, 3),
+                pressed_at=pressed_at,
                 error=None,
                 note=None,
                 approved=False,
                 screenshot=shot.sha,
             )
             return shot
+
+
+def _first_press(desktop: Desktop, since: float) -> float | None:
+    """When the action's first button or key press was sent (the report's video seeks
+    there), for a desktop that knows."""
+    first = getattr(desktop, "first_press_since", None)
+    at = first(since) if callable(first) else None
+    return None if at is None else round(float(at), 3)
 
 
 def _check_text(text: str) -> None:

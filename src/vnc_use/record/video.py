@@ -5,8 +5,8 @@ connection's tap offers it frames (see :mod:`vnc_use.desktops.frametap`); it kee
 bounded queue and drops the rest, and encodes them in its own thread, off the agent's path.
 
 * **Variable frame rate**: each frame's time is when the tap took it (milliseconds); a still
-  screen costs nothing. The cursor is drawn where the pointer is; a click is a ring at its
-  point, a wheel notch an arrow, a named key (Return, ctrl...) a label, for
+  screen costs nothing. The cursor is the desktop's own, as the server draws it; a click is
+  a ring at its point, a wheel notch an arrow, a named key (Return, ctrl...) a label, for
   :data:`~vnc_use.desktops.frametap.MARK_SECONDS`. Typed characters are never shown.
 * **Crash-safe**: fragmented MP4 (a fragment at least every second while the screen moves,
   a few still frames after it stops so the last fragment is written), so a process killed at
@@ -344,9 +344,11 @@ _ARROW = [(0, 0), (0, 17), (4, 13), (7, 20), (10, 19), (7, 12), (12, 12)]
 def _overlay(
     image: Image.Image, pointer: tuple[int, int] | None, marks: list[InputMark], t: float
 ) -> Image.Image:
-    """The frame as the video shows it: the marks, then the cursor on top (on a copy: the
-    frame's own image stays as the screen was, for the still frames that repeat it)."""
-    if not marks and pointer is None:
+    """The frame as the video shows it: the marks (on a copy: the frame's own image stays as
+    the screen was, for the still frames that repeat it). ``pointer`` is not drawn: the
+    desktop's own cursor is in the screen the server sends (vnc-use's client asks for no
+    cursor shapes), and an arrow drawn here too showed two pointers (issue 38)."""
+    if not marks:
         return image if image.mode == "RGB" else image.convert("RGB")
     canvas = image.convert("RGB") if image.mode != "RGB" else image.copy()
     draw = ImageDraw.Draw(canvas)
@@ -365,8 +367,4 @@ def _overlay(
         w = 12 + 7 * len(text)
         draw.rectangle((8, canvas.height - 34, 8 + w, canvas.height - 8), fill=_KEY)
         draw.text((14, canvas.height - 28), text, fill=(255, 255, 255))
-    if pointer is not None:
-        x, y = pointer
-        arrow = [(x + dx, y + dy) for dx, dy in _ARROW]
-        draw.polygon(arrow, fill=(255, 255, 255), outline=(0, 0, 0))
     return canvas

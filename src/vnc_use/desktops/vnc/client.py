@@ -10,7 +10,9 @@ import concurrent.futures
 import logging
 import struct
 import threading
+import time
 import warnings
+from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -64,6 +66,10 @@ from vnc_use.errors import (
 )
 
 log = logging.getLogger(__name__)
+
+PRESSES_KEPT = 600.0
+"""Seconds of button and key presses a connection remembers (an action's first press is
+looked up right after the action: a long typed text keeps its click)."""
 
 # vncdotool's VNC-password handshake uses cryptography's TripleDES, which warns on every login
 # that it will move; nothing a user of vnc-use can act on.
@@ -126,15 +132,34 @@ class _Client(VNCDoToolClient):  # type: ignore[misc]
                     log.exception("framebuffer update hook failed")
         super().commitUpdate(rectangles)
 
+    #: Wall-clock times of the button and key presses sent in the last
+    #: :data:`PRESSES_KEPT` seconds, each taken after the video's tap made the frame that
+    #: marks it (the report seeks a step's video to its first press).
+    presses: deque[float] | None = None
+    _buttons = 0
+
     def pointerEvent(self, x: int, y: int, buttonmask: int = 0) -> None:
         super().pointerEvent(x, y, buttonmask)
         if self.frame_tap is not None:
             self.frame_tap.on_pointer(x, y, buttonmask)
+        pressed, self._buttons = buttonmask & ~self._buttons, buttonmask
+        if pressed:
+            self._pressed()
 
     def keyEvent(self, key: int, down: bool = True) -> None:
         super().keyEvent(key, down)
         if self.frame_tap is not None:
             self.frame_tap.on_key(key_label(key), bool(down))
+        if down:
+            self._pressed()
+
+    def _pressed(self) -> None:
+        now = time.time()
+        if self.presses is None:
+            self.presses = deque()
+        while self.presses and self.presses[0] < now - PRESSES_KEPT:
+            self.presses.popleft()
+        self.presses.append(now)
 
     def connectionMade(self) -> None:
         super().connectionMade()

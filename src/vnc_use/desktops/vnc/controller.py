@@ -310,6 +310,13 @@ class VNCController:
         self._call(_round_trip, "a round trip")
         return self.screen_size()
 
+    def first_press_since(self, t: float) -> float | None:
+        """Wall-clock time of the first button or key press sent at or after ``t`` (epoch
+        seconds) on this connection, or None (where a step's video shows its click)."""
+        client = self._client
+        presses = tuple(client.presses or ()) if client is not None else ()
+        return next((p for p in presses if p >= t), None)
+
     def _box(self, client: _Client) -> tuple[int, int, int, int]:
         """The screen's ``(x, y, width, height)`` in framebuffer pixels."""
         r = self.screen_region

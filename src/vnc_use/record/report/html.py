@@ -170,6 +170,10 @@ class _Page:
             )
         return self._data[sha]
 
+    def poster(self) -> str | None:
+        """What the video player shows before it plays: the screen the first step saw."""
+        return next((self.src(st.before) for st in self.view.steps if st.before), None)
+
     # -- header -----------------------------------------------------------------------------
     def header(self) -> str:
         v = self.view
@@ -424,7 +428,7 @@ class _Page:
             '<link rel="icon" href="data:,">'
             f"<title>vnc-use run {escape(v.thread_id)}: {escape(v.task[:80])}</title>"
             f"<style>{_CSS}{PLAYER_CSS}</style></head><body>{self.header()}"
-            f"<main>{player(v.steps, self.video)}{''.join(body)}</main>"
+            f"<main>{player(v.steps, self.video, self.poster())}{''.join(body)}</main>"
             f"<footer><details><summary>Settings of the run</summary><pre>{settings}</pre>"
             f"</details><p>Written by vnc-use {escape(__version__)} at {escape(written)}"
             f" from <code>events.jsonl</code>.</p></footer></body></html>\n"

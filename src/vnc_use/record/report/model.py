@@ -150,7 +150,10 @@ class StepView:
     ts: float | None = None
     duration_ms: float | None = None
     started: float | None = None
-    """Wall-clock time the action began (where the video shows it)."""
+    """Wall-clock time the action began."""
+    pressed_at: float | None = None
+    """Wall-clock time of the action's first button or key press (where the video shows it:
+    the frame with its click's ring); None for an action without one and for older runs."""
     error: str | None = None
     note: str | None = None
     stall: str | None = None
@@ -387,6 +390,7 @@ class _Reader:
                 ts=_num(e.get("ts")),
                 duration_ms=_num(e.get("duration_ms")),
                 started=_num(e.get("started")),
+                pressed_at=_num(e.get("pressed_at")),
                 error=e.get("error"),
                 note=e.get("note"),
                 stall=self.stall,

@@ -1,9 +1,10 @@
 """The report's video player: the run's ``video.mp4`` (and later segments), seekable by step.
 
 Above the step list: a ``<video>`` of the run's first segment and a timeline with a mark per
-step; each step's row has a button that seeks the video to the moment its action began (in
-whichever segment holds it). When a segment ends the next one plays. The only script of the
-report lives here; it reads the segments and step moments from a JSON block in the page.
+step; each step's row has a button that seeks the video to its action (the frame with its
+click's ring, in whichever segment holds it). When a segment ends the next one plays. The
+only script of the report lives here; it reads the segments and step moments from a JSON
+block in the page.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ section.video video { width:100%; max-height:70vh; background:#000; border-radiu
 .timeline a.mark { position:absolute; top:2px; width:4px; height:14px; margin-left:-2px;
   background:#2f5fb3; border-radius:2px; }
 .timeline .now { position:absolute; top:0; width:2px; height:18px; background:#c62828; }
+.clock { font:12px/1.4 ui-monospace, "DejaVu Sans Mono", monospace; color:var(--muted); }
+section.video video::-webkit-media-controls-current-time-display,
+section.video video::-webkit-media-controls-time-remaining-display { display:none; }
 button.seek { font-size:12px; padding:2px 8px; border-radius:6px; cursor:pointer;
   border:1px solid #2f5fb3; background:#eef3ff; color:#2f5fb3; }
 """
@@ -34,7 +38,18 @@ _SCRIPT = """
   var data = JSON.parse(document.getElementById("video-data").textContent);
   var v = document.getElementById("run-video"), line = document.getElementById("run-timeline");
   var now = document.createElement("div"), cur = 0;
+  var clock = document.getElementById("run-clock");
   now.className = "now";
+  function fmt(t) {  // m:ss.s: a segment shorter than a second still reads its length
+    var d = Math.round((isFinite(t) && t > 0 ? t : 0) * 10), m = Math.floor(d / 600);
+    var s = (d - m * 600) / 10;
+    return m + ":" + (s < 10 ? "0" : "") + s.toFixed(1);
+  }
+  function tick() {
+    var n = data.segments.length;
+    clock.textContent = fmt(v.currentTime) + " / " + fmt(v.duration) +
+      (n > 1 ? " \u00b7 segment " + (cur + 1) + " of " + n : "");
+  }
   function locate(at) {
     var i = 0;
     data.segments.forEach(function (s, k) { if (s.start <= at) { i = k; } });
@@ -71,6 +86,10 @@ _SCRIPT = """
     if (isFinite(v.duration) && v.duration > 0) {
       now.style.left = Math.min(100, v.currentTime / v.duration * 100) + "%";
     }
+    tick();
+  });
+  ["loadedmetadata", "durationchange", "seeked"].forEach(function (name) {
+    v.addEventListener(name, tick);
   });
   v.addEventListener("ended", function () {
     if (cur + 1 < data.segments.length) {
@@ -84,14 +103,22 @@ _SCRIPT = """
     document.getElementById("video").scrollIntoView();
   });
   v.dataset.segment = 0;
-  ready(marks);
+  ready(function () { marks(); tick(); });
 })();
 """
 
 
+AFTER_PRESS = 0.01
+"""Seconds past a step's first press its button seeks to: past the millisecond roundings of
+the times involved, well before the next frame (frames are at least 1/60 s apart)."""
+
+
 def moment(st: StepView) -> float | None:
-    """When a step's action began (wall clock): its ``started``, else (older runs) the end
-    of its event less its duration."""
+    """Where the video shows a step's action (wall clock): just after its first button or key
+    press, on the frame whose ring marks the click; else (no press, older runs) when the
+    action began: its ``started``, or the end of its event less its duration."""
+    if st.pressed_at is not None:
+        return st.pressed_at + AFTER_PRESS
     if st.started is not None:
         return st.started
     if st.ts is not None:
@@ -110,8 +137,12 @@ def seek_button(index: int, st: StepView, segments: list[VideoSegment]) -> str:
     )
 
 
-def player(steps: list[StepView], segments: list[VideoSegment]) -> str:
-    """The player block, with its data and script ("" when the run has no video)."""
+def player(steps: list[StepView], segments: list[VideoSegment], poster: str | None = None) -> str:
+    """The player block, with its data and script ("" when the run has no video).
+
+    ``poster`` (the first step's screenshot) is what the player shows before it plays, rather
+    than black; under it, the position and length with tenths of a second (the browser's own
+    controls read a sub-second segment as 0:00 / 0:00, and are hidden where they can be)."""
     if not segments:
         return ""
     moments = [
@@ -130,11 +161,14 @@ def player(steps: list[StepView], segments: list[VideoSegment]) -> str:
         else ""
     )
     first = escape(segments[0].file, quote=True)
+    shown = f' poster="{escape(poster, quote=True)}"' if poster else ""
     return (
         '<section class="video" id="video"><h2>What happened on the screen</h2>'
-        f'<video id="run-video" src="{first}" controls muted playsinline preload="metadata">'
-        f'<a href="{first}">video</a></video><div class="timeline" id="run-timeline"></div>'
-        '<p class="meta">Recorded from the VNC connection: the cursor, a ring at each click, '
+        f'<video id="run-video" src="{first}"{shown} controls muted playsinline '
+        f'preload="metadata"><a href="{first}">video</a></video>'
+        '<div class="timeline" id="run-timeline"></div>'
+        '<div class="clock" id="run-clock"></div>'
+        '<p class="meta">Recorded from the VNC connection: a ring at each click, '
         f"the named keys pressed. Each step's &#9654; button shows its action.{more}</p>"
         f'<script type="application/json" id="video-data">{blob}</script>'
         f"<script>{_SCRIPT}</script></section>"
