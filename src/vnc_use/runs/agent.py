@@ -71,7 +71,7 @@ from vnc_use.runs.open import (
 )
 from vnc_use.runs.spec import DEFAULT_RECONNECT_WINDOW, RunSpec
 from vnc_use.status import RunStatus
-from vnc_use.store.holds import DesktopHolds, Hold
+from vnc_use.store.holds import DesktopHolds, DesktopMovedOn, Hold, leg_fence
 from vnc_use.store.journal import import_jsonl
 from vnc_use.store.lease import DEFAULT_LEASE_TIMEOUT, LeaseBusy
 from vnc_use.store.storage import CHECKPOINT_DB
@@ -79,7 +79,13 @@ from vnc_use.store.storage import CHECKPOINT_DB
 if TYPE_CHECKING:  # imported when first connecting: Twisted stays out of desktop= runs
     from vnc_use.desktops.vnc import VNCController
 
-__all__ = ["CHECKPOINT_DB", "DEFAULT_VNC_SERVER", "AgentSettings", "VncUseAgent"]
+__all__ = [
+    "CHECKPOINT_DB",
+    "DEFAULT_VNC_SERVER",
+    "AgentSettings",
+    "DesktopMovedOn",
+    "VncUseAgent",
+]
 
 log = logging.getLogger(__name__)
 
@@ -861,23 +867,7 @@ class VncUseAgent:
         key = self._lease_key()
         if key is None:
             return None
-        holds = self.storage.holds(key)
-        began = holds.epoch()
-
-        def fence() -> dict[str, Any] | None:
-            hold = holds.current()
-            if hold is not None and hold.held and hold.run == thread_id:
-                # (also when taken just before this leg began: a leg never starts held)
-                return {"holder": hold.holder, "since": hold.since, "epoch": hold.epoch}
-            if hold is None or hold.epoch == began:
-                return None
-            raise DesktopMovedOn(
-                f"the desktop {holds.desktop} moved on without run {thread_id} (its hold is at "
-                f"epoch {hold.epoch}, this leg began at {began}): nothing more was sent; "
-                f"continue it with 'vnc-use resume {thread_id}'"
-            )
-
-        return fence
+        return leg_fence(self.storage.holds(key), thread_id)
 
     @contextlib.contextmanager
     def _recording(self, folder: RunFolder) -> Iterator[None]:
@@ -989,10 +979,6 @@ def _watching_stops(journal: Any, stop: Callable[[], None]) -> Iterator[None]:
     finally:
         done.set()
         watcher.join()
-
-
-class DesktopMovedOn(VncUseError):
-    """A leg found its desktop's epoch moved on without its run (a stale holder)."""
 
 
 def _person_hold(holds: DesktopHolds, thread_id: str, handing_back: str | None) -> Hold | None:

@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from vnc_use.errors import VncUseError
 from vnc_use.store.journal import JournalStore
 
-__all__ = ["DesktopHolds", "Hold", "since_text"]
+__all__ = ["DesktopHolds", "DesktopMovedOn", "Hold", "leg_fence", "since_text"]
 
 HOLD_KEY = "hold"
 
@@ -97,3 +99,29 @@ class DesktopHolds:
         """The hold a person has on the desktop for another run than ``run``, if any."""
         current = self.current()
         return current if current is not None and current.held and current.run != run else None
+
+
+class DesktopMovedOn(VncUseError):
+    """A leg found its desktop's epoch moved on without its run (a stale holder)."""
+
+
+def leg_fence(holds: DesktopHolds, thread_id: str) -> Callable[[], dict[str, Any] | None]:
+    """The step-boundary check of a leg of run ``thread_id`` beginning now
+    (``AgentContext.fence``): a person's hold of the desktop for this run pauses it (also one
+    taken in the moment before the leg began: a leg never starts held); an epoch moved on
+    otherwise refuses the leg's writes (:class:`DesktopMovedOn`)."""
+    began = holds.epoch()
+
+    def fence() -> dict[str, Any] | None:
+        hold = holds.current()
+        if hold is not None and hold.held and hold.run == thread_id:
+            return {"holder": hold.holder, "since": hold.since, "epoch": hold.epoch}
+        if hold is None or hold.epoch == began:
+            return None
+        raise DesktopMovedOn(
+            f"the desktop {holds.desktop} moved on without run {thread_id} (its hold is at "
+            f"epoch {hold.epoch}, this leg began at {began}): nothing more was sent; "
+            f"continue it with 'vnc-use resume {thread_id}'"
+        )
+
+    return fence
