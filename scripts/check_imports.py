@@ -37,7 +37,10 @@ too: it couples the two files for a reader and for mypy).
 (a) **No arrow back up**: a module never imports a module of a higher layer. Modules in the
     same layer may import each other. A module whose first line is
     ``# compat-alias: <reason>`` and whose body only re-exports (a docstring, imports,
-    ``__all__``) is exempt: it keeps an old public import path working for users.
+    ``__all__``, a ``__getattr__`` that imports lazily) keeps an old public import path
+    working for users: it is not exempt, it is a *face* at the top, whatever folder it is in,
+    and so (c) **nothing inside the package imports through a compat alias** (only users and
+    the tests do): every module imports from where a name lives.
 (b) **No circle between files**: the imports form no cycle, within a layer too. An import of
     a submodule does not count as an import of its parent package's ``__init__`` (Python runs
     that ``__init__`` first, but it is the package's face, not the importer's dependency).
@@ -137,6 +140,8 @@ def is_compat_alias(path: Path) -> bool:
     for node in ast.parse(text).body:
         if isinstance(node, ast.Import | ast.ImportFrom):
             continue
+        if isinstance(node, ast.If | ast.FunctionDef) and _lazy_reexport(node):
+            continue  # `if TYPE_CHECKING:` imports, a `__getattr__` that imports on use
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
             continue  # the docstring
         if isinstance(node, ast.Assign) and [getattr(t, "id", "") for t in node.targets] == [
@@ -145,6 +150,18 @@ def is_compat_alias(path: Path) -> bool:
             continue
         return False
     return True
+
+
+def _lazy_reexport(node: ast.If | ast.FunctionDef) -> bool:
+    """An ``if TYPE_CHECKING:`` block of imports, or a module ``__getattr__`` whose body only
+    imports, returns and raises ``AttributeError``."""
+    if isinstance(node, ast.If):
+        return all(isinstance(n, ast.Import | ast.ImportFrom) for n in node.body)
+    if node.name != "__getattr__":
+        return False
+    allowed = (ast.Import, ast.ImportFrom, ast.Return, ast.Raise, ast.If, ast.Expr)
+    body = [n for n in ast.walk(node) if isinstance(n, ast.stmt) and n is not node]
+    return all(isinstance(n, allowed) for n in body)
 
 
 def collect(src: Path) -> tuple[list[Arrow], set[str]]:
@@ -157,12 +174,19 @@ def collect(src: Path) -> tuple[list[Arrow], set[str]]:
     return arrows, exempt
 
 
-def back_arrows(arrows: list[Arrow], exempt: set[str]) -> list[str]:
+def back_arrows(arrows: list[Arrow], faces: set[str]) -> list[str]:
+    """Arrows up a layer; a compat alias (``faces``) ranks at the top and may not be imported
+    from inside the package."""
+
+    def rank(module: str) -> tuple[int, str]:
+        return (0, "compat alias") if module in faces else layer_of(module)
+
     found: set[str] = set()
     for a in arrows:
-        if a.importer in exempt:
+        (rank_from, name_from), (rank_to, name_to) = rank(a.importer), rank(a.imported)
+        if a.imported in faces and rank_from != -1:
+            found.add(f"{a.importer} -> {a.imported}  (imports through a compat alias)")
             continue
-        (rank_from, name_from), (rank_to, name_to) = layer_of(a.importer), layer_of(a.imported)
         if rank_to == -1 and rank_from != -1:
             found.add(f"{a.importer} -> {a.imported}  (only the tests import testing/)")
         elif rank_from != -1 and rank_to < rank_from:

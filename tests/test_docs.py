@@ -132,6 +132,10 @@ COVERED: list[tuple[str, tuple[str, ...]]] = [
         ),
     ),
     (
+        r"vnc-use stop 3f2a9c1d0b7e",
+        ("test_stop_refuses_a_run_that_is_not_running_and_records_one_for_a_run_that_is",),
+    ),
+    (
         r"vnc-use run --vnc desk-01::5901 --runs-dir /shared/runs --confirm click_at --task"
         r" \"Submit the form\"",
         ("test_a_run_awaiting_approval_is_approved_from_a_second_process",),

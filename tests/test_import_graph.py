@@ -32,7 +32,8 @@ def test_the_package_imports_only_downwards_and_in_no_circle() -> None:
 
 def test_the_check_names_each_back_arrow_and_circle(tmp_path: Path) -> None:
     """The check itself on a made-up package: a back arrow (also lazy or typing-only), a
-    circle, testing/ imported from the package; a compat alias and a downward arrow pass."""
+    circle, testing/ imported from the package, an import through a compat alias; a compat alias
+    itself (a face at the top) and a downward arrow pass."""
     files = {
         "__init__.py": "",
         "errors.py": "",
@@ -45,6 +46,7 @@ def test_the_check_names_each_back_arrow_and_circle(tmp_path: Path) -> None:
         ),
         "desktops/base.py": "from vnc_use.desktops.keys import KEYS\nfrom vnc_use import errors\n",
         "desktops/old.py": "# compat-alias: old path\nfrom vnc_use.agent.graph import x\n",
+        "desktops/uses_old.py": "from vnc_use.desktops.old import x\n",
         "actions/__init__.py": "from vnc_use.testing import fake\n",
         "testing/__init__.py": "",
         "testing/fake.py": "from vnc_use.agent import graph\n",
@@ -58,6 +60,8 @@ def test_the_check_names_each_back_arrow_and_circle(tmp_path: Path) -> None:
 
     assert problems == [
         "back up: vnc_use.actions -> vnc_use.testing.fake  (only the tests import testing/)",
+        "back up: vnc_use.desktops.uses_old -> vnc_use.desktops.old  (imports through a compat "
+        "alias)",
         "back up: vnc_use.desktops.vnc -> vnc_use.agent.graph  (desktops imports agent, above it)",
         "circle: vnc_use.agent.graph -> vnc_use.desktops.vnc"
         "  (and back: vnc_use.desktops.vnc -> vnc_use.agent.graph)",

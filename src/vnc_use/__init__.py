@@ -21,8 +21,8 @@ from vnc_use.errors import (
 from vnc_use.version import __version__
 
 if TYPE_CHECKING:
-    from vnc_use.agent import VncUseAgent
     from vnc_use.agent.state import RunResult
+    from vnc_use.runs.agent import VncUseAgent
 
 __all__ = [
     "ApiError",
@@ -43,7 +43,7 @@ def __getattr__(name: str) -> Any:
     # The agent pulls in LangGraph, google-genai and Twisted: import it only when asked for,
     # so that `vnc-use --help` and the light modules stay fast.
     if name == "VncUseAgent":
-        from vnc_use.agent import VncUseAgent
+        from vnc_use.runs.agent import VncUseAgent
 
         return VncUseAgent
     if name == "RunResult":

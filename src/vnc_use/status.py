@@ -41,6 +41,10 @@ class RunStatus(str, Enum):
     STUCK = "stuck"
     """The model went on repeating actions that changed nothing on the screen after it was
     told so (stall detection, ``--stall-after``); ``resume`` gives it another chance."""
+    FAILED = "failed"
+    """The model itself reported that the task failed (an explicit failure signal of its
+    dialect: Qwen's ``terminate(status="failure")``, OpenCUA's ``computer.terminate("failure")``);
+    the error holds the model's words."""
     COST_LIMIT = "cost_limit"
     """The run's cost reached its cap (``--max-cost``) before a model call; ``resume`` with a
     higher cap continues it (the running total is kept)."""
@@ -65,6 +69,7 @@ FINAL = frozenset(
         RunStatus.DIVERGED,
         RunStatus.STUCK,
         RunStatus.COST_LIMIT,
+        RunStatus.FAILED,
     }
 )
 """Statuses that end the graph."""

@@ -98,7 +98,7 @@ def test_a_leg_pauses_for_its_holder_and_a_stale_leg_is_refused(
     """The step-boundary check a leg makes (``AgentContext.fence``): a person's hold on its
     desktop for its run pauses it; an epoch moved on without its run refuses its writes."""
     from vnc_use import VncUseAgent
-    from vnc_use.runs.agent import DesktopMovedOn
+    from vnc_use.store.holds import DesktopMovedOn
 
     with VncUseAgent(vnc_server="127.0.0.1::1", runs_dir=tmp_path) as agent:
         holds = agent.storage.holds("127.0.0.1::1")

@@ -23,8 +23,10 @@ import pytest
 from langgraph_sdk import get_sync_client
 
 from vnc_use.agent.approval import APPROVE, DENY, parse_decision
+from vnc_use.errors import ConfigError
 from vnc_use.evaluation.tasks import load_tasks, suite_path
 from vnc_use.record.video import read_segments
+from vnc_use.runs.leg import RECORD_KEYS
 from vnc_use.store.storage import open_storage
 from vnc_use.testing.gemini_standin import (
     FunctionCallSpec,
@@ -183,6 +185,9 @@ def test_a_run_pauses_for_the_inbox_and_an_accept_lands_its_click(
     task = f"click grid {gx},{gy} confirm"
     recorded = json.loads((folder / "run.json").read_text())
     assert recorded["task"] == task and recorded["status"] == "done"
+    # the keys every run.json has (local, fleet, MCP alike), the values the run resolved
+    assert set(recorded) == set(RECORD_KEYS) and recorded["kind"] == "served"
+    assert recorded["keep_screenshots"] == 3 and recorded["model"]  # the planner's, as local
     kinds = [e["event"] for e in _events(folder)]
     assert kinds[0] == "run_started" and kinds[-1] == "run_ended"
     assert kinds.count("run_started") == 1 and "run_paused" in kinds
@@ -588,8 +593,50 @@ def test_a_served_run_stops_at_its_cost_cap_and_resume_raises_it(
     assert saved["max_cost"] == 1000 and saved["cost_usd"] > 1
 
 
+@pytest.mark.timeout(300)
+def test_a_served_run_stopped_from_another_executor_ends_interrupted_and_resumes(
+    server: LangGraphDev, probe: Probe, runs: Path, hold: _Hold
+) -> None:
+    """The served executor's ``stop``: asked for by another executor while the run thinks,
+    the run ends ``interrupted`` (nothing clicked), and ``resume`` performs its click once."""
+    import uuid
+
+    from vnc_use.runs.executor import ServedExecutor
+    from vnc_use.runs.spec import RunSpec
+
+    gx, gy, pixel = _grid(probe)
+    probe.log.clear()
+    tid = str(uuid.uuid4())
+    spec = RunSpec.from_context(_spec(probe, "VNC_PASSWORD_A", runs))
+    starter = ServedExecutor(server.url)
+    out: dict[str, Any] = {}
+    started = threading.Thread(
+        target=lambda: out.update(result=starter.start(spec, f"click grid {gx},{gy} hold", tid))
+    )
+    started.start()
+    try:
+        assert hold.thinking.wait(60), "the served run never asked the model"
+        ServedExecutor(server.url).stop(tid)
+    finally:
+        hold.release.set()
+        started.join(120)
+    stopped = out["result"]
+    assert stopped.status == "interrupted", stopped
+    assert _presses(probe) == []
+    deadline = time.monotonic() + 60  # the server lets the cancelled run go on its own time
+    while starter.api.threads.get(tid)["status"] == "busy":
+        assert time.monotonic() < deadline, "the stopped thread stayed busy"
+        time.sleep(0.1)
+    resumed = ServedExecutor(server.url).resume(tid)
+    assert resumed.status == "done", resumed
+    probe.log.wait_type("press", timeout=10)
+    assert _presses(probe) == [pixel]
+    with pytest.raises(ConfigError, match="is not running"):
+        ServedExecutor(server.url).stop(tid)
+
+
 def test_a_served_run_is_taken_over_and_handed_back(
-    server: LangGraphDev, model: GeminiStandIn, probe: Probe, runs: Path
+    server: LangGraphDev, model: GeminiStandIn, probe: Probe, runs: Path, hold: _Hold
 ) -> None:
     """Issue 42 on the server: ``takeover --server`` pauses the served leg at its next step
     boundary (the click the model is thinking about never lands; the thread waits,
@@ -601,13 +648,11 @@ def test_a_served_run_is_taken_over_and_handed_back(
 
     gx, gy, _ = _grid(probe)
     url = server.url
-    _hold.thinking.clear()
-    _hold.release.clear()
     argv = [*CLI, *served_run(url, probe, runs, f"click grid {gx},{gy} hold")]
     pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
     run = subprocess.Popen(argv, stdin=subprocess.DEVNULL, **pipes)  # type: ignore[call-overload]
     try:
-        assert _hold.thinking.wait(60), "the served run never asked the model"
+        assert hold.thinking.wait(60), "the served run never asked the model"
         tid = next(p.name for p in runs.iterdir() if (p / "run.json").exists())
         taker = subprocess.Popen(  # type: ignore[call-overload]
             [*CLI, "takeover", "--server", url, tid, "--as", "ann", "--runs-dir", str(runs)],
@@ -620,12 +665,12 @@ def test_a_served_run_is_taken_over_and_handed_back(
         deadline = time.monotonic() + 60
         while holds.held_for(tid) is None and time.monotonic() < deadline:
             time.sleep(0.05)
-        _hold.release.set()  # the model answers: its click must not run
+        hold.release.set()  # the model answers: its click must not run
         taken_out, taken_err = taker.communicate(timeout=90)
         assert taker.returncode == 0, taken_out + taken_err
         out, err = run.communicate(timeout=60)
     finally:
-        _hold.release.set()
+        hold.release.set()
         for proc in [run, *([taker] if "taker" in locals() else [])]:
             if proc.poll() is None:
                 proc.kill()

@@ -327,6 +327,47 @@ def test_run_without_a_key_says_the_key_is_missing_not_that_a_running_desktop_wa
     assert not list((tmp_path / "runs").glob("*/run.json"))
 
 
+def test_approve_from_a_shell_with_another_desktop_folder(
+    managed: Managed, gemini: GeminiStandIn, tmp_path: Path
+) -> None:
+    """Issue 38 item 9: ``approve`` from a shell without the local desktop's state folder
+    said "set VNC_PASSWORD" and marked the waiting run ``error``. run.json now records the
+    folder: the approval uses it, and when it cannot be read the run stays waiting and the
+    one line names the folder."""
+    asks = {"decision": "require_confirmation", "explanation": "Moves the pointer."}
+    gemini.script(
+        Reply.calls(FunctionCallSpec("hover_at", x=900, y=900, safety_decision=asks)),
+        Reply.text("Hovered."),
+    )
+    state_dir = managed.desk.state_dir
+    runs = tmp_path / "runs"
+    base = ["--runs-dir", str(runs), "--no-video"]
+    mine = {ENV_STATE_DIR: str(state_dir), "VNC_PASSWORD": ""}
+    proc = vnc_use("run", "--task", "Hover", "--thread-id", "w", *base, env=mine)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    record = json.loads((runs / "w" / "run.json").read_text())
+    assert record["local_desktop_dir"] == str(state_dir)
+
+    other = {ENV_STATE_DIR: str(tmp_path / "another-shell"), "VNC_PASSWORD": ""}
+    hidden = state_dir.with_name(state_dir.name + "-hidden")
+    state_dir.rename(hidden)  # as if this shell could not see the folder
+    try:
+        proc = vnc_use("approve", "w", *base, env=other)
+    finally:
+        hidden.rename(state_dir)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert str(state_dir) in line and f"VNC_USE_DESKTOP_DIR={state_dir}" in line, line
+    assert "VNC_PASSWORD" not in line
+    assert json.loads((runs / "w" / "run.json").read_text())["status"] == "awaiting_approval"
+    assert len(gemini.requests) == 1
+
+    proc = vnc_use("approve", "w", *base, env=other)  # the folder readable: it is used
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "status: done" in proc.stdout and "answer: Hovered." in proc.stdout
+    assert managed.desk.credentials().password not in proc.stdout + proc.stderr
+
+
 def test_run_without_a_key_does_not_start_a_desktop(tmp_path: Path) -> None:
     env = {ENV_STATE_DIR: str(tmp_path / "state"), "GOOGLE_API_KEY": "", "GEMINI_API_KEY": ""}
     proc = vnc_use("run", "--task", "x", "--runs-dir", str(tmp_path / "runs"), env=env)

@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from vnc_use.runs.leg import RECORD_KEYS
 from vnc_use.testing.gemini_standin import FunctionCallSpec, GeminiStandIn, Reply
 from vnc_use.testing.postgres import PostgresServer
 
@@ -193,6 +194,12 @@ def test_a_fleet_of_two_workers_survives_one_killed_and_waits_for_people(
             ["report", "--fleet", pg.url, "r0", "--out", str(submit_dir / "r0.html")], env=env
         )
         assert report.returncode == 0 and (submit_dir / "r0.html").read_text().startswith("<")
+        # a fleet run's run.json: the keys of every run.json, kind fleet, the settings given
+        for run in (0, 6):
+            saved = json.loads((tmp_path / "fleet-runs" / f"r{run}" / "run.json").read_text())
+            assert set(saved) == set(RECORD_KEYS) and saved["kind"] == "fleet", saved
+            assert saved["confirm_actions"] == (["click_at"] if run == 6 else [])
+            assert saved["hitl_mode"] is (run == 6)
         assert not gemini.violations
     finally:
         for proc in submitters:
@@ -301,7 +308,7 @@ def test_fleet_usage_problems_are_one_line(tmp_path: Path) -> None:
     cases = [
         (
             ["run", "--fleet", url, "--vnc", "127.0.0.1::5901", "--task", "t"],
-            "cannot go with --fleet",
+            "--vnc cannot go with run --fleet",
         ),
         (["worker", "--database", url], "a worker needs desktops"),
         (["worker", "--database", url, "--rdp", "a host"], "bad RDP address 'a host'"),

@@ -374,3 +374,65 @@ def test_approvals_of_a_local_desktop_run_go_to_its_worker(
         if a is not None:
             a.stop()
         _down_local_desktops(runs)
+
+
+def test_the_fleet_executor_stops_a_run_between_steps_and_its_eval_runner_runs_a_task(
+    pg: PostgresServer, probe: Probe, gemini: GeminiStandIn, tmp_path: Path
+) -> None:
+    """The fleet's executor from Python: ``stop`` asked for from another executor while the
+    worker's leg waits for the model ends the run ``interrupted`` after that step (its stop
+    request is in the fleet's database, where the leg looks between steps); ``resume`` does
+    the rest, each click once. Then eval's FleetRunner runs a task's agent on the fleet."""
+    from vnc_use.evaluation.desktops import EvalDesktop
+    from vnc_use.evaluation.tasks import Task
+    from vnc_use.fleet.evaluate import FleetRunner
+    from vnc_use.fleet.executor import FleetExecutor
+    from vnc_use.runs.spec import RunSpec
+
+    held, release = threading.Event(), threading.Event()
+
+    def script(body: dict[str, Any], index: int) -> Reply:
+        done = answered(body)
+        if done == 1 and not release.is_set():  # the second turn: held until stopped
+            held.set()
+            assert release.wait(60)
+        if done >= len(POINTS):
+            return Reply.text("clicked twice")
+        return Reply.calls(FunctionCallSpec("click_at", x=POINTS[done][0], y=POINTS[done][1]))
+
+    gemini.script(script)
+    runs = tmp_path / "fleet-runs"
+    a = FleetWorker("A", ["--vnc", probe.desktop.server], pg.url, runs, PASSWORD)
+    out: dict[str, Any] = {}
+    try:
+        assert a.ready.wait(90), a.output
+        spec = RunSpec(hitl_mode=False)
+        leg = threading.Thread(
+            target=lambda: out.update(r=FleetExecutor(pg.url).start(spec, "Click twice", "stop1"))
+        )
+        leg.start()
+        try:
+            assert held.wait(90), ("the leg never asked the model again", a.output)
+            FleetExecutor(pg.url).stop("stop1")
+            events = runs / "stop1" / "events.jsonl"
+            deadline = time.monotonic() + 60
+            while "stop_requested" not in (events.read_text() if events.exists() else ""):
+                assert time.monotonic() < deadline, ("the leg never saw the stop", a.output)
+                time.sleep(0.1)
+        finally:
+            release.set()
+            leg.join(120)
+        assert out["r"].status == "interrupted", out["r"]
+        assert [presses([probe], p) for p in POINTS] == [1, 0]
+        resumed = FleetExecutor(pg.url).resume("stop1")
+        assert resumed.status == "done", resumed
+        assert [presses([probe], p) for p in POINTS] == [1, 1]
+        # eval's fleet runner: the task's agent on a worker of the label
+        task = Task(id="twice", task="Click twice again", check="true")
+        desk = EvalDesktop(name="here", server="unused::1", password=None, env={})
+        runner = FleetRunner(pg.url, RunSpec(hitl_mode=False))
+        ran = runner.run(task, desk, "twice-1", lambda _line: None)
+        assert ran.status == "done" and ran.steps == 2, ran
+        assert [presses([probe], p) for p in POINTS] == [2, 2]
+    finally:
+        a.stop()

@@ -245,7 +245,10 @@ def test_setup_failed_a_check_that_overruns_denied_and_budget(
         "budget": 1,
         "stuck": 0,
     }
-    assert s["success_rate_95"] == [0.0, round(wilson_interval(0, 4)[1], 4)]
+    # issue 38 item 9: the run whose setup failed never reached the model: not in the rate
+    assert (s["runs"], s["scored_runs"], s["success_rate"]) == (4, 3, 0.0)
+    assert s["success_rate_95"] == [0.0, round(wilson_interval(0, 3)[1], 4)]
+    assert "passed 0 of 3 runs (1 whose setup failed not counted)" in done.stdout
     no_desktop_left(out)
 
 
@@ -344,6 +347,22 @@ def test_a_bad_task_file_on_the_command_line(tmp_path: Path) -> None:
         "or equal to 1"
     ]
     assert not (tmp_path / "out").exists(), "nothing starts for a bad file"
+
+
+@pytest.mark.parametrize("where", [["--vnc", "127.0.0.1::5999"], ["--rdp", "127.0.0.1:3399"]])
+def test_the_builtin_suite_on_a_desktop_it_cannot_set_up_is_refused(
+    tmp_path: Path, where: list[str]
+) -> None:
+    """Issue 38 item 9: ``--suite builtin --vnc ADDR`` ran its setups without that desktop's
+    DISPLAY and its checks in the wrong HOME ("passed 0 of 2", exit 0): one line, exit 2."""
+    out = tmp_path / "out"
+    argv = ["eval", "--suite", "builtin", *where, "--out", str(out)]
+    done = run_cli(argv, timeout=60, env={"GOOGLE_API_KEY": DUMMY_API_KEY})
+    assert done.returncode == 2, done.stdout + done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("vnc-use: --suite builtin sets up and checks its tasks on the local")
+    assert f"drop {where[0]}" in line
+    assert not (out / "results.jsonl").exists()
 
 
 @pytest.mark.parametrize(

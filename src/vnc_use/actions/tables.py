@@ -79,7 +79,11 @@ GEMINI_25_TABLE = _table(
     (
         ActionSpec("open_web_browser", NoArgs, "Open the web browser.", do.open_web_browser),
         ActionSpec(
-            "wait_5_seconds", NoArgs, "Wait 5 seconds for the screen to settle.", do.wait_5_seconds
+            "wait_5_seconds",
+            NoArgs,
+            "Wait 5 seconds for the screen to settle.",
+            do.wait_5_seconds,
+            kind="observe",
         ),
         ActionSpec("go_back", NoArgs, "Go back to the previous page.", do.go_back),
         ActionSpec("go_forward", NoArgs, "Go forward to the next page.", do.go_forward),
@@ -93,12 +97,14 @@ GEMINI_25_TABLE = _table(
             "Click at a grid point, optionally clear the field, type text, optionally Enter.",
             do.type_text_at,
             AT_XY,
+            kind="keyboard",
         ),
         ActionSpec(
             "key_combination",
             KeyCombinationArgs,
             "Press keys, e.g. 'control+c'.",
             do.key_combination,
+            kind="keyboard",
         ),
         ActionSpec(
             "scroll_document", ScrollDocumentArgs, "Scroll the whole page.", do.scroll_document
@@ -146,7 +152,9 @@ GEMINI_35_TABLE = _table(
         _on_point("mouse_down", "Press and hold the left button there.", do.mouse_down),
         _on_point("mouse_up", "Release the left button there.", do.mouse_up),
         _on_point("move", "Move the pointer to a grid point.", do.move),
-        ActionSpec("type", TypeArgs, "Type text where the keyboard focus is.", do.type_),
+        ActionSpec(
+            "type", TypeArgs, "Type text where the keyboard focus is.", do.type_, kind="keyboard"
+        ),
         ActionSpec[IntentDragArgs | IntentDragToDestinationArgs](
             "drag_and_drop",
             IntentDragArgs,
@@ -155,15 +163,25 @@ GEMINI_35_TABLE = _table(
             Points(at=("start_x", "start_y"), to=("end_x", "end_y")),
             alternatives=(Spelling(IntentDragToDestinationArgs, DRAG_TO_DESTINATION),),
         ),
-        ActionSpec("wait", WaitArgs, "Wait some seconds.", do.wait),
-        ActionSpec("press_key", KeyArgs, "Press and release one key.", do.press_key),
-        ActionSpec("key_down", KeyArgs, "Press and hold one key.", do.key_down),
-        ActionSpec("key_up", KeyArgs, "Release one held key.", do.key_up),
+        ActionSpec("wait", WaitArgs, "Wait some seconds.", do.wait, kind="observe"),
         ActionSpec(
-            "hotkey", HotkeyArgs, "Press a key combination, e.g. ['control', 'c'].", do.hotkey
+            "press_key", KeyArgs, "Press and release one key.", do.press_key, kind="keyboard"
+        ),
+        ActionSpec("key_down", KeyArgs, "Press and hold one key.", do.key_down, kind="keyboard"),
+        ActionSpec("key_up", KeyArgs, "Release one held key.", do.key_up, kind="keyboard"),
+        ActionSpec(
+            "hotkey",
+            HotkeyArgs,
+            "Press a key combination, e.g. ['control', 'c'].",
+            do.hotkey,
+            kind="keyboard",
         ),
         ActionSpec(
-            "take_screenshot", IntentArgs, "Answer with a fresh screenshot.", do.take_screenshot
+            "take_screenshot",
+            IntentArgs,
+            "Answer with a fresh screenshot.",
+            do.take_screenshot,
+            kind="observe",
         ),
         ActionSpec[IntentScrollArgs | IntentScrollGridArgs](
             "scroll",

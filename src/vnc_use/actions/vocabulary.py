@@ -26,6 +26,7 @@ __all__ = [
     "SAFETY_DECISION_KEY",
     "ActionArgs",
     "ActionError",
+    "ActionKind",
     "ActionSpec",
     "ActionTable",
     "Coordinate",
@@ -65,6 +66,12 @@ Coordinate = Annotated[int, Field(ge=0, le=999, description="0-999 grid coordina
 
 Direction = Literal["up", "down", "left", "right"]
 """A scroll direction."""
+
+ActionKind = Literal["pointer", "keyboard", "observe"]
+"""How an action works on the desktop: with the pointer (or the browser: its effect is where
+it points, or the whole screen), the keyboard (its effect is where the text cursor is, which
+may be anywhere), or not at all: it only looks (a wait, a screenshot), so it never counts as
+an action that changed nothing (stall detection)."""
 
 
 # --------------------------------------------------------------------------------------
@@ -311,7 +318,8 @@ class ActionSpec(Generic[A]):
     screen, ``handler`` performs it; ``description`` is a short line for people and models.
     ``alternatives`` are other spellings of the same arguments that the model may use (each
     with its own model and points, which ``A`` must cover); a call is validated against the
-    one whose own argument names it uses, and may not mix two.
+    one whose own argument names it uses, and may not mix two. ``kind`` says how it works on
+    the desktop (:data:`ActionKind`; stall detection reads it).
     """
 
     name: str
@@ -320,6 +328,7 @@ class ActionSpec(Generic[A]):
     handler: Handler[A]
     points: Points = Points()
     alternatives: tuple[Spelling, ...] = ()
+    kind: ActionKind = "pointer"
 
     @property
     def spellings(self) -> tuple[Spelling, ...]:

@@ -8,6 +8,7 @@ performed is never silently repeated.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -16,6 +17,7 @@ from langgraph.types import interrupt
 
 from vnc_use.actions import ActionError, ValidatedAction
 from vnc_use.actions.execute import ActionContext, execute
+from vnc_use.actions.vocabulary import ActionKind
 from vnc_use.agent import approval as safety
 from vnc_use.agent import stall
 from vnc_use.agent.context import AgentContext, capture, over_time, screen_size
@@ -29,7 +31,7 @@ from vnc_use.agent.state import (
 )
 from vnc_use.errors import VncConnectionError, VncError
 from vnc_use.providers import history
-from vnc_use.replay.compare import difference
+from vnc_use.replay.compare import GRID, changed_box, difference
 from vnc_use.store.journal import Outcome, call_key
 
 
@@ -304,6 +306,27 @@ def _same_screen(ctx: AgentContext) -> stall.SameScreen:
     return same
 
 
+def _small_change(ctx: AgentContext) -> stall.Incidental:
+    """Whether what differs between two stored screenshots is a small region that toggles on
+    its own, away from the given targets (:func:`vnc_use.agent.stall.incidental`)."""
+
+    def small(a: str | None, b: str | None, targets: Sequence[Sequence[int]]) -> bool:
+        if not a or not b or a == b:
+            return False
+        load = ctx.run.load_screenshot
+        _, box = changed_box(load(a), load(b))
+        return stall.incidental(box, GRID, targets)
+
+    return small
+
+
+def _kind(ctx: AgentContext, c: _Call) -> ActionKind:
+    """How the call works on the desktop, as its action table says (``pointer`` when the
+    planner's table does not know it)."""
+    checked = ctx.planner.validate(c.call["name"], c.call["args"])
+    return checked.spec.kind if isinstance(checked, ValidatedAction) else "pointer"
+
+
 def _stall_check(
     ctx: AgentContext, state: CUAState, c: _Call, result: _Result
 ) -> stall.StallCheck | None:
@@ -322,6 +345,8 @@ def _stall_check(
         c.sha,
         result.screenshot,
         _same_screen(ctx),
+        kind=_kind(ctx, c),
+        small=_small_change(ctx),
     )
     if check.note is not None:
         result.stall_note = check.note

@@ -77,7 +77,7 @@ def _bound(
         if not isinstance(ctx, AgentContext):
             raise ConfigError(
                 "this graph has no desktop or model bound: run it with VncUseAgent, or serve "
-                "it with langgraph.json (vnc_use.agent.serve:make_graph)"
+                "it with langgraph.json (vnc_use.runs.serve:make_graph)"
             )
         bound: Runtime[AgentContext] = replace(runtime, context=ctx)
         return fn(state, bound)

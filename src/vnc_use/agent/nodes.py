@@ -18,7 +18,7 @@ from vnc_use.agent.human import taken_over
 from vnc_use.agent.state import CUAState, FunctionCallRecord, TranscriptEntry
 from vnc_use.errors import PlannerError
 from vnc_use.providers import history
-from vnc_use.providers.base import ProposedCall
+from vnc_use.providers.base import Proposal, ProposedCall
 
 
 def _pixels_of(call: FunctionCallRecord, size: tuple[int, int] | None) -> dict[str, int]:
@@ -130,14 +130,6 @@ def propose(state: CUAState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     if proposal.stop == "diverged":  # a replay: the screen is not the recorded one
         update.update(status="diverged", done=True, error=proposal.stop_message, pending_calls=[])
         return update
-    if proposal.stop == "asks_person" and not proposal.calls:
-        update.update(_asks_person(ctx, proposal.text, n))
-        if proposal.turn is not None:
-            update["contents"] = [
-                *update.get("contents", []),
-                storable(history.model_turn(proposal.turn)),
-            ]
-        return update
     if proposal.stop == "error" and not proposal.calls:  # a planner that does not retry
         raise PlannerError(proposal.stop_message or f"unexpected answer: {proposal.reason}")
     # A turn the API refused, or one with a call the model marked blocked, ends the run before
@@ -158,17 +150,36 @@ def propose(state: CUAState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
             *update.get("contents", []),
             storable(history.model_turn(proposal.turn)),
         ]
-    if not calls:
-        update.update(status="done", done=True, final_text=proposal.text, pending_calls=[])
-    else:
-        update.update(
-            pending_calls=calls,
-            responses=[],
-            call_index=0,
-            final_text=proposal.text,
-            safety=_first_mark(calls),
-        )
+    update.update(_end_of_turn(ctx, proposal, calls, n))
     return update
+
+
+def _end_of_turn(
+    ctx: AgentContext, proposal: Proposal, calls: list[FunctionCallRecord], n: int
+) -> dict[str, Any]:
+    """How the model's turn goes on: its calls to run, else a request for a person
+    (``awaiting_human``), a failure it reports (``failed``), or the end (``done``)."""
+    if calls:
+        return {
+            "pending_calls": calls,
+            "responses": [],
+            "call_index": 0,
+            "final_text": proposal.text,
+            "safety": _first_mark(calls),
+        }
+    if proposal.stop == "asks_person":
+        return _asks_person(ctx, proposal.text, n)
+    if proposal.stop == "failed":  # the model itself says the task failed
+        why = proposal.stop_message or "the model reported that the task failed"
+        ctx.run.event("model_failed", node="propose", reason=why)
+        return {
+            "status": "failed",
+            "done": True,
+            "error": why,
+            "final_text": proposal.text,
+            "pending_calls": [],
+        }
+    return {"status": "done", "done": True, "final_text": proposal.text, "pending_calls": []}
 
 
 def _turns(ctx: AgentContext, state: CUAState, update: dict[str, Any]) -> list[dict[str, Any]]:

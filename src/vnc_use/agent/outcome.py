@@ -1,7 +1,7 @@
 """How a run stands after a leg, and what its run folder records of that.
 
-Shared by every host of the graph: :class:`~vnc_use.agent.runner.VncUseAgent` after each
-invocation, and the LangGraph Server factory (:mod:`vnc_use.agent.serve`) when a served leg
+Shared by every host of the graph: :class:`~vnc_use.runs.agent.VncUseAgent` after each
+invocation, and the LangGraph Server factory (:mod:`vnc_use.runs.serve`) when a served leg
 pauses or ends. Both read the checkpointed state (``values``, the next nodes, the pending
 interrupts) and leave the same trace in the run folder: ``run_paused`` (waiting for a person)
 or ``run_ended`` with the status, and the status in ``run.json`` (the report follows those

@@ -9,6 +9,14 @@ A run is *stalled* when its last N actions (``stall_after``, default 4) changed 
 when it repeats a short cycle of actions (the same names, grid targets within
 :data:`NEAR` units) and the screen comes back to the same state each time round.
 
+Two kinds of change are not an action's effect. A change confined to a few cells away from
+where a pointer action pointed (:func:`incidental`: a caret blinking in a focused field, a
+blinking cursor, a spinner's few cells) toggles on its own: a click elsewhere did not make
+it. (A keyboard action's effect is where the text cursor is, which may be anywhere: a letter
+typed counts wherever it lands.) And actions that only look (a wait, a screenshot: ``observe``
+in the action tables) never count: waiting for a page is not a loop; such an action leaves
+the count as it was, and only a real change of the screen during it clears it.
+
 On the first stall the action's function response carries a note in plain words naming the
 repeated action (:func:`note_for`). If the next action changes nothing either (or the cycle
 goes on), the run ends with status ``stuck`` before the model is asked again; ``resume`` gives
@@ -21,12 +29,23 @@ each changes the screen, so none is a stall. The state kept (``CUAState.stall``)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from vnc_use.actions.vocabulary import ActionKind
 from vnc_use.agent import budgets
 
-__all__ = ["DEFAULT_STALL_AFTER", "NEAR", "STALL_TOLERANCE", "StallCheck", "observe"]
+__all__ = [
+    "DEFAULT_STALL_AFTER",
+    "NEAR",
+    "SMALL_BOX",
+    "STALL_TOLERANCE",
+    "Incidental",
+    "StallCheck",
+    "incidental",
+    "observe",
+    "targets_of",
+]
 
 DEFAULT_STALL_AFTER = budgets.STALL_AFTER
 """Actions in a row that change nothing before the model is told (``--stall-after``)."""
@@ -41,8 +60,36 @@ NEAR = 15
 CYCLES = (2, 3)
 """Lengths of the repeated cycles looked for (a single repeated action is a plain stall)."""
 
+SMALL_BOX = (3, 8)
+"""Cells (of the 160x100) across and down, either way round, within which a change is as
+small as a caret, a blinking cursor or a spinner's few cells (a 2-pixel caret 20 pixels tall
+is 1-2 by 3-4 cells on any common screen)."""
+MARGIN = 3
+"""Cells around a small change within which a pointer's target makes it the action's own."""
+
 SameScreen = Callable[[str | None, str | None], bool]
 """True when two screenshots (by digest) show the same screen by the stall measure."""
+
+Incidental = Callable[[str | None, str | None, Sequence[Sequence[int]]], bool]
+"""True when what differs between two screenshots (by digest) is only a small region away
+from every one of the given grid targets (see :func:`incidental`)."""
+
+_POINT_KEYS = (
+    ("x", "y"),
+    ("start_x", "start_y"),
+    ("end_x", "end_y"),
+    ("destination_x", "destination_y"),
+)
+
+
+def targets_of(args: Mapping[str, Any]) -> list[list[int]]:
+    """The grid points an action's arguments name (where it points, where it drags to)."""
+    points = []
+    for kx, ky in _POINT_KEYS:
+        x, y = args.get(kx), args.get(ky)
+        if isinstance(x, (int, float)) and isinstance(y, (int, float)):
+            points.append([int(x), int(y)])
+    return points
 
 
 def _target(args: Mapping[str, Any]) -> list[int] | None:
@@ -50,6 +97,30 @@ def _target(args: Mapping[str, Any]) -> list[int] | None:
     if isinstance(x, (int, float)) and isinstance(y, (int, float)):
         return [int(x), int(y)]
     return None
+
+
+def incidental(
+    box: tuple[int, int, int, int] | None,
+    grid: tuple[int, int],
+    targets: Sequence[Sequence[int]],
+) -> bool:
+    """Whether a change whose differing cells all lie in ``box`` (``left, top, right,
+    bottom`` cells of a ``grid``, right and bottom exclusive) is one that toggles on its own
+    rather than the effect of an action pointing at ``targets`` (0-999 grid points): it is
+    as small as a caret (:data:`SMALL_BOX`) and no target is within :data:`MARGIN` cells of
+    it. An action with no target (a wait) makes no small change its own."""
+    if box is None:
+        return False
+    left, top, right, bottom = box
+    width, height = right - left, bottom - top
+    short, long = SMALL_BOX
+    if min(width, height) > short or max(width, height) > long:
+        return False
+    for x, y in targets:
+        cx, cy = x * grid[0] / 1000, y * grid[1] / 1000
+        if left - MARGIN <= cx < right + MARGIN and top - MARGIN <= cy < bottom + MARGIN:
+            return False
+    return True
 
 
 def _alike(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
@@ -127,10 +198,19 @@ def observe(
     before: str | None,
     after: str | None,
     same: SameScreen,
+    *,
+    kind: ActionKind = "pointer",
+    small: Incidental | None = None,
 ) -> StallCheck:
-    """Add one performed action (``before``/``after``: the screenshots around it)."""
+    """Add one performed action (``before``/``after``: the screenshots around it) of
+    ``kind``; ``small`` tells a change that toggles on its own (see the module)."""
     prev = dict(previous or {})
     if n <= 0:
+        return StallCheck(prev, None, False)
+    if kind == "observe":  # it only looked: it neither counts nor clears, unless the screen
+        moved = not same(before, after) and not (small and small(before, after, []))
+        if moved and prev.get("streak"):
+            return StallCheck({"recent": prev.get("recent", []), "streak": 0}, None, False)
         return StallCheck(prev, None, False)
     last = prev.get("recent", [])[-n:]
     seen = {r["screen"] for r in last} | {r.get("before") for r in last}
@@ -141,6 +221,8 @@ def observe(
     # flips between two screens, a toggled menu comes back
     seen.discard(before)
     changed = not same(before, after) and not any(same(s, after) for s in seen if s)
+    if changed and kind == "pointer" and small is not None:  # a caret blinking elsewhere
+        changed = not small(before, after, targets_of(args))
     cycle = _cycle(recent, n, same)
     streak = int(prev.get("streak", 0))
     noted = bool(prev.get("noted", False))

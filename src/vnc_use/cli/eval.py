@@ -130,6 +130,13 @@ def _task_file(args: argparse.Namespace) -> Any:
 
     if (args.tasks is None) == (args.suite is None):
         raise ConfigError("give a task file (vnc-use eval TASKS ...) or --suite builtin, not both")
+    elsewhere = "--vnc" if args.vnc else "--rdp" if args.rdp else None
+    if args.suite and elsewhere:
+        raise ConfigError(
+            f"--suite {args.suite} sets up and checks its tasks on the local desktops eval "
+            f"starts (their DISPLAY and HOME), which {elsewhere} replaces: drop {elsewhere}, or "
+            "give a task file whose setup and check reach that desktop"
+        )
     return load_tasks(args.tasks or suite_path(args.suite), only=args.only)
 
 
@@ -290,6 +297,9 @@ def _print_summary(summary: dict[str, Any], out: Path) -> None:
     low, high = summary["success_rate_95"]
     shown = "-" if rate is None else f"{rate:.1%} (95% CI {low:.1%}-{high:.1%})"
     outcomes = ", ".join(f"{k} {v}" for k, v in summary["outcomes"].items() if v)
-    print(f"passed {summary['passed']} of {summary['runs']} runs: {shown}; {outcomes or 'no runs'}")
+    scored = summary.get("scored_runs", summary["runs"])
+    unscored = summary["runs"] - scored
+    aside = f" ({unscored} whose setup failed not counted)" if unscored else ""
+    print(f"passed {summary['passed']} of {scored} runs{aside}: {shown}; {outcomes or 'no runs'}")
     print(f"results: {out / 'results.jsonl'}  summary: {out / 'summary.json'}")
     print(f"table: {out / 'index.html'}")

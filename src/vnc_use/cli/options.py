@@ -363,9 +363,11 @@ def desktop_target(
         raise ConfigError("--vnc and --rdp were both given; a run uses one desktop")
     target = saved or DesktopTarget(local=local)
     if vnc:  # a VNC server (on a run that had an RDP desktop too: that server now)
-        target = replace(target, vnc_server=vnc, local=False, rdp_server=None, label=None)
+        target = replace(
+            target, vnc_server=vnc, local=False, rdp_server=None, label=None, local_desktop_dir=None
+        )
     elif rdp:
-        target = replace(target, rdp_server=rdp, local=False)
+        target = replace(target, rdp_server=rdp, local=False, local_desktop_dir=None)
     return replace(target, **_given(args, target))
 
 

@@ -21,6 +21,7 @@ from vnc_use.cli.common import EXIT_CODES, EXIT_ERROR
 from vnc_use.errors import ConfigError
 from vnc_use.record.money import format_cost
 from vnc_use.status import RunStatus
+from vnc_use.store.lease import DEFAULT_LEASE_TIMEOUT
 
 if TYPE_CHECKING:
     from vnc_use.agent.state import RunResult
@@ -55,6 +56,7 @@ DOOR_DEFAULTS: dict[str, Any] = {
     "video": None,
     "video_fps": None,
     "max_cost": None,
+    "lease_timeout": DEFAULT_LEASE_TIMEOUT,
 }
 """The run commands' options that say where and how a run executes (the rest go into the
 run's spec, which every executor honours), with their defaults: what an executor may refuse."""
@@ -65,7 +67,7 @@ def given_options(args: argparse.Namespace) -> dict[str, Any]:
     found = {}
     for name, default in DOOR_DEFAULTS.items():
         value = getattr(args, name, default)
-        if value != default and value not in (None, False, [], ""):
+        if value != default and value is not None:
             found[name] = value
     return found
 
@@ -114,8 +116,22 @@ def print_outcome(result: RunResult, executor: Executor, args: argparse.Namespac
     elif executor.kind == "fleet":  # no events came here: the outcome is the one line
         print(json.dumps(_as_json(result), ensure_ascii=False))
     if result.status in ("error", "blocked") and result.error:
-        print(f"vnc-use: {result.error}", file=sys.stderr)
+        print(f"vnc-use: {_with_resume(result, executor, args)}", file=sys.stderr)
     return exit_code(result)
+
+
+def _with_resume(result: RunResult, executor: Executor, args: argparse.Namespace) -> str:
+    """An ``error`` run's message with the command that continues it (when it names none)."""
+    if result.status != "error":
+        return str(result.error)
+    command = f"vnc-use resume {result.thread_id}"
+    if executor.flags:
+        command += f" {executor.flags}"
+    elif getattr(args, "runs_dir", "runs") != "runs":
+        command += f" --runs-dir {args.runs_dir}"
+    if command.split(" --")[0] in str(result.error):
+        return str(result.error)
+    return f"{result.error} (continue it with: {command})"
 
 
 def exit_code(result: RunResult) -> int:

@@ -110,7 +110,7 @@ class LineFormatter:
             return self.step(e)
         if kind in _PEOPLE:
             return _PEOPLE[kind](e)
-        if kind in ("error", "blocked"):  # the CLI prints the reason once, on stderr, at the end
+        if kind in ("error", "blocked", "model_failed"):  # the CLI prints the reason once
             return None
         if kind == "screen_not_settled" or (kind == "screenshot" and e.get("settled") is False):
             return [(f"  the screen was still changing after {_ms(e.get('waited_ms'))}", "dim")]
@@ -142,6 +142,8 @@ class LineFormatter:
             if calls
             else f" ({stop}: {e.get('finish_reason')})"
             if stop in ("blocked", "error")
+            else " (the model says the task failed)"
+            if stop == "failed"
             else " (no more actions)"
         )
         return [

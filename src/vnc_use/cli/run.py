@@ -14,7 +14,7 @@ from vnc_use.cli import desktop as desktop_commands
 from vnc_use.cli import fleet as fleet_commands
 from vnc_use.cli import progress
 from vnc_use.cli import server as server_commands
-from vnc_use.cli.common import add_runs_dir, add_video_options, stop_on_signals
+from vnc_use.cli.common import EXIT_DONE, add_runs_dir, add_video_options, stop_on_signals
 from vnc_use.cli.options import (
     add_budget_options,
     add_connection_options,
@@ -137,6 +137,7 @@ def register(sub: Any) -> None:
 
     _register_replay(sub)
     _register_takeover(sub)
+    _register_stop(sub)
 
     for name, text in (
         ("approve", "approve the action a run is waiting on, and continue"),
@@ -174,6 +175,42 @@ def register(sub: Any) -> None:
         server_commands.add_server_options(p)
         fleet_commands.add_fleet_options(p)
         p.set_defaults(func=command)
+
+
+def _register_stop(sub: Any) -> None:
+    p = sub.add_parser(
+        "stop",
+        help="stop a run at its next step boundary, from any process (it ends interrupted; "
+        "resume continues it)",
+    )
+    p.add_argument("thread_id", metavar="ID")
+    add_runs_dir(p)
+    p.add_argument(
+        "--checkpointer",
+        default=None,
+        metavar="URL",
+        help="where the run's checkpoints and journal live (default: VNC_USE_DATABASE_URL, "
+        "else RUNS_DIR/vnc-use.sqlite)",
+    )
+    server_commands.add_server_options(p)
+    fleet_commands.add_fleet_options(p)
+    p.set_defaults(func=stop_command)
+
+
+def stop_command(args: argparse.Namespace) -> int:
+    """``vnc-use stop ID``: the executor's ``stop`` (a stop request the run sees between two
+    steps); the run rules refuse a run that is not running, in one line."""
+    from vnc_use.runs.executor import LocalExecutor
+
+    executor = _elsewhere(args) or LocalExecutor(
+        args.runs_dir, checkpointer=args.checkpointer or config.database_url()
+    )
+    try:
+        executor.stop(args.thread_id)
+    finally:
+        executor.close()
+    print(f"stop requested: run {args.thread_id} stops after its current step")
+    return EXIT_DONE
 
 
 def add_person(p: argparse.ArgumentParser) -> None:
@@ -226,7 +263,6 @@ def command_takeover(args: argparse.Namespace) -> int:
         executor.close()
     human = result.human or {}
     t = args.thread_id
-
     print(
         f"run {t} waits for you ({result.status}): {human.get('holder') or person} has its "
         f"desktop since {since_text(human.get('since'))}"
@@ -287,8 +323,9 @@ def command(args: argparse.Namespace) -> int:
     executor = _elsewhere(args)
     if executor is None:
         return _here(args)
+    check_refusal(executor, None, args)  # the options it cannot take, before they are read
     spec = run_spec(args) if args.command == "run" else None
-    check_refusal(executor, spec, args)
+    check_refusal(executor, spec, args)  # and what the spec asks that it cannot do
     thread_id = args.thread_id
     try:
         result = drive(executor, lambda: _verb(executor, args, spec, thread_id))
@@ -344,7 +381,10 @@ def _here(args: argparse.Namespace) -> int:
     # the local desktop starts only for a model that is ready (its key set); an RDP bridge
     # starts before the model's SDK loads, so an unreachable host is told within
     # --connect-timeout (the run still checks the key before anything is recorded)
-    planner = _planner(args, spec, saved) if spec.desktop.local else None
+    # approve and resume ask the model after acting: its key is checked before the desktop is
+    # touched (exit 2, the run left as it was)
+    early = spec.desktop.local or args.command in ("approve", "resume")
+    planner = _planner(args, spec, saved) if early else None
     thread_id = _thread_id(args)
     log_path = Path(spec.runs_dir) / thread_id / "freerdp.log"  # a replay's: its own folder
     with reach(spec.desktop, password=args.vnc_password, log_path=log_path) as reached:
@@ -406,6 +446,8 @@ def _planner(args: argparse.Namespace, spec: RunSpec, saved: dict[str, Any] | No
 
     if saved is not None and saved.get("provider") == "replay" and args.command != "replay":
         return planner_from_run(saved)
+    if args.command in ("approve", "resume"):
+        return open_planner(spec, ready=True)
     if not (args.command == "run" and spec.desktop.local):  # the run checks it before acting
         return open_planner(spec)
     try:

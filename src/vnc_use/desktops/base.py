@@ -19,11 +19,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from vnc_use.desktops.png import DEFAULT_MAX_PNG_BYTES
 
-__all__ = ["DEFAULT_QUIET_S", "CaptureRule", "Desktop", "Settled"]
+__all__ = ["DEFAULT_QUIET_S", "CaptureRule", "Desktop", "Recordable", "Settled", "recordable"]
 
 DEFAULT_QUIET_S = 0.06
 """After an action, the screen has settled once it did not change for this long (seconds)."""
@@ -70,7 +70,11 @@ class Settled:
 
 
 class Desktop(Protocol):
-    """A screen with a pointer and a keyboard, as the agent uses it."""
+    """A screen with a pointer and a keyboard, as the agent uses it.
+
+    Capabilities beyond these a desktop may have, each a protocol of its own: a desktop that
+    is :class:`Recordable` feeds a run's video (``video.mp4``) from its connection; one that
+    is not (a :class:`~vnc_use.testing.FakeDesktop`, say) runs with no video."""
 
     # -- screen and connection -------------------------------------------------------------
 
@@ -155,3 +159,23 @@ class Desktop(Protocol):
     def key_up(self, key: str) -> None:
         """Release one key."""
         ...
+
+
+@runtime_checkable
+class Recordable(Protocol):
+    """A desktop whose connection feeds a run's video: it sends the frames it receives to a
+    sink (:class:`~vnc_use.desktops.frametap.FrameSink`, the video encoder) until stopped.
+    A VNC connection (:class:`~vnc_use.desktops.vnc.VNCController`) is one."""
+
+    def start_recording(self, sink: Any) -> None:
+        """Feed ``sink`` frames from this connection until :meth:`stop_recording`."""
+        ...
+
+    def stop_recording(self) -> None:
+        """Stop feeding the video (idempotent)."""
+        ...
+
+
+def recordable(desktop: object) -> Recordable | None:
+    """``desktop`` as a :class:`Recordable`, or None when it cannot be recorded."""
+    return desktop if isinstance(desktop, Recordable) else None

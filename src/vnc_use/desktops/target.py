@@ -82,6 +82,10 @@ class DesktopTarget:
     screen, so a wrong password cannot be told from a desktop)."""
     label: str | None = None
     """How records name the desktop (default: its address)."""
+    local_desktop_dir: str | None = None
+    """The state folder of the managed local desktop whose address ``vnc_server`` is (what
+    run.json recorded): a later ``approve`` / ``resume`` from a shell whose local desktop
+    state is elsewhere finds its password there, or says so in one line."""
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> DesktopTarget:
@@ -160,6 +164,8 @@ class ReachedDesktop:
     """A view-only password the server enforces (the managed desktop's, a bridge's)."""
     notice: str | None = None
     """One line a door may show (the local desktop was started / is running)."""
+    local_desktop_dir: str | None = None
+    """The state folder of the managed local desktop this is (run.json records it)."""
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -198,12 +204,12 @@ def managed_password(server: str | None) -> str | None:
     return LocalDesktop().password_for(server) or KeptRdpBridge().password_for(server)
 
 
-def _view_password(server: str) -> str | None:
+def _view_password(server: str, state_dir: str | None = None) -> str | None:
     """The view-only password of the managed desktop or the kept bridge at ``server``."""
     from vnc_use.desktops.local import LocalDesktop
     from vnc_use.desktops.rdp_kept import KeptRdpBridge
 
-    desk = LocalDesktop()
+    desk = LocalDesktop(state_dir=state_dir)
     if desk.password_for(server) is not None:
         return desk.credentials().view_password
     kept = KeptRdpBridge()
@@ -212,16 +218,58 @@ def _view_password(server: str) -> str | None:
     return None
 
 
+def _recorded_local(target: DesktopTarget, server: str) -> tuple[str | None, str | None]:
+    """The password and state folder of the managed local desktop ``target`` recorded (a
+    run started in another shell, whose local desktop state is elsewhere), when it still
+    runs at ``server``; a one-line ``ConfigError`` naming the folder when it cannot be used."""
+    from vnc_use.desktops.local import LocalDesktop
+
+    recorded = target.local_desktop_dir
+    if not recorded:
+        return None, None
+    here = LocalDesktop()
+    if here.state_dir.resolve() == Path(recorded).expanduser().resolve():
+        why = "it does not run there any more"
+    else:
+        try:
+            password = LocalDesktop(state_dir=recorded).password_for(server)
+        except (OSError, ValueError):
+            password = None
+        if password is not None:
+            return password, recorded
+        readable = Path(recorded, "credentials.json").is_file()
+        why = (
+            "it does not run there any more"
+            if readable
+            else f"that folder is not readable here (this shell's is {here.state_dir})"
+        )
+    raise ConfigError(
+        f"the run acted on the local desktop at {server} whose state folder is {recorded}, "
+        f"and {why}: continue it from a shell that sees that folder (VNC_USE_DESKTOP_DIR="
+        f"{recorded}), with the desktop up (vnc-use desktop up)"
+    )
+
+
 def _vnc(target: DesktopTarget, server: str, password: str | None) -> ReachedDesktop:
-    managed = managed_password(server)
+    from vnc_use.desktops.local import LocalDesktop
+    from vnc_use.desktops.rdp_kept import KeptRdpBridge
+
+    desk = LocalDesktop()
+    local_password = desk.password_for(server)
+    state_dir = str(desk.state_dir) if local_password is not None else None
+    managed = local_password or KeptRdpBridge().password_for(server)
+    variable = config.named_secret(target.vnc_password_env)
+    if managed is None and password is None and variable is None:
+        managed, state_dir = _recorded_local(target, server)
     return ReachedDesktop(
         server=server,
-        password=password or managed or config.named_secret(target.vnc_password_env),
+        password=password or managed or variable,
         username=target.vnc_username or None,
         ca_file=target.vnc_ca or None,
         connect_timeout=target.connect_timeout,
         screen_region=target.region,
-        view_password=_view_password(server) if managed else None,
+        view_password=_view_password(server, state_dir) if managed else None,
+        local_desktop_dir=state_dir,
     )
 
 

@@ -100,12 +100,19 @@ def _number(value: Any) -> str:
     return "-" if value is None else f"{float(value):.1f}"
 
 
+def _unscored(summary: dict[str, Any]) -> str:
+    """How many runs the rate leaves out (their setup failed: no model failure)."""
+    unscored = summary["runs"] - summary.get("scored_runs", summary["runs"])
+    return f"; {unscored} whose setup failed not counted" if unscored else ""
+
+
 def _summary(summary: dict[str, Any]) -> str:
     rate = summary.get("success_rate")
     low, high = summary.get("success_rate_95", [0, 1])
     items = {
         "model": f"{summary.get('model')} ({summary.get('provider')})",
-        "passed": f"{summary['passed']} of {summary['runs']} runs ({summary['tasks']} tasks)",
+        "passed": f"{summary['passed']} of {summary.get('scored_runs', summary['runs'])} runs "
+        f"({summary['tasks']} tasks){_unscored(summary)}",
         "success rate": "-" if rate is None else f"{rate:.1%} (95 % CI {low:.1%} to {high:.1%})",
         "median steps": str(summary.get("median_steps")),
         "median seconds": _number(summary.get("median_seconds")),

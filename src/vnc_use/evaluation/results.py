@@ -127,21 +127,27 @@ def summarize(
     about: dict[str, Any],
 ) -> dict[str, Any]:
     """What ``summary.json`` holds: counts, the success rate and its Wilson 95 % interval,
-    median steps and seconds, counts by outcome, and ``about`` (model, provider, version)."""
-    passed = sum(r.success for r in results)
-    low, high = wilson_interval(passed, len(results))
+    median steps and seconds, counts by outcome, and ``about`` (model, provider, version).
+
+    A task run whose setup failed never reached the model: it is counted under its outcome
+    but is no model failure, so the rate, its interval and the medians are over the
+    ``scored_runs`` (the runs whose setup succeeded)."""
+    scored = [r for r in results if r.outcome != "setup_failed"]
+    passed = sum(r.success for r in scored)
+    low, high = wilson_interval(passed, len(scored))
     counts: Counter[str] = Counter(r.outcome for r in results)
     return {
         **_costs(results, passed),
         "tasks": tasks,
         "runs": len(results),
+        "scored_runs": len(scored),
         "planned_runs": planned,
         "complete": len(results) >= planned,
         "passed": passed,
-        "success_rate": passed / len(results) if results else None,
+        "success_rate": passed / len(scored) if scored else None,
         "success_rate_95": [round(low, 4), round(high, 4)],
-        "median_steps": _median(r.steps for r in results),
-        "median_seconds": _round(_median(r.seconds for r in results)),
+        "median_steps": _median(r.steps for r in scored),
+        "median_seconds": _round(_median(r.seconds for r in scored)),
         "outcomes": {name: counts.get(name, 0) for name in OUTCOMES},
         **about,
     }

@@ -43,6 +43,7 @@ _FAILED_AS: dict[str, Outcome] = {
     RunStatus.TIMEOUT: "budget",
     RunStatus.COST_LIMIT: "budget",
     RunStatus.STUCK: "stuck",
+    RunStatus.FAILED: "failed",
 }
 
 
@@ -91,7 +92,8 @@ def task_spec(base: RunSpec, task: Task, desktop: EvalDesktop, runs_dir: str) ->
 
 
 class AgentRunner:
-    """:class:`~vnc_use.runs.agent.VncUseAgent` in this process, one per task.
+    """The task's run in this process (:class:`~vnc_use.runs.executor.LocalExecutor`), one
+    executor per task.
 
     ``spec`` is what every task's run shares (the model, the default budgets, whether an
     action that asks for confirmation is approved: ``hitl_mode``; otherwise such an action
@@ -111,27 +113,28 @@ class AgentRunner:
     def run(
         self, task: Task, desktop: EvalDesktop, thread_id: str, say: Callable[[str], None]
     ) -> AgentOutcome:
-        from vnc_use.runs.agent import VncUseAgent
+        from vnc_use.runs.executor import LocalExecutor
 
         def on_event(event: dict[str, Any]) -> None:
             if event.get("event") == "action":
                 say(f"step {event.get('step')}: {event.get('name')}")
 
         spec = task_spec(self.spec, task, desktop, str(self.runs_dir))
-        with VncUseAgent.from_spec(
-            spec, reached=desktop.reached, vnc_password=desktop.password, on_event=on_event
-        ) as agent:
+        executor = LocalExecutor(
+            self.runs_dir, reached=desktop.reached, vnc_password=desktop.password, on_event=on_event
+        )
+        with executor:
             with self._lock:
                 if self._stopped:
                     return AgentOutcome(RunStatus.INTERRUPTED, 0, thread_id, None)
-                self._live.add(agent)
+                self._live.add(executor)
             try:
-                result = agent.run(task=task.task, thread_id=thread_id)
+                result = executor.start(spec, task.task, thread_id)
                 while result.status == RunStatus.AWAITING_APPROVAL and not self._stopped:
-                    result = agent.approve(thread_id)
+                    result = executor.answer(thread_id, "approve")
             finally:
                 with self._lock:
-                    self._live.discard(agent)
+                    self._live.discard(executor)
         report = Path(result.run_dir) / "report.html"
         return AgentOutcome(
             str(result.status),
@@ -145,8 +148,8 @@ class AgentRunner:
     def stop(self) -> None:
         with self._lock:
             self._stopped = True
-            for agent in self._live:
-                agent.request_stop()
+            for executor in self._live:
+                executor.request_stop()
 
 
 def describe_spec(spec: RunSpec) -> dict[str, Any]:
@@ -159,8 +162,10 @@ def describe_spec(spec: RunSpec) -> dict[str, Any]:
 
 
 def outcome_for(status: str, check_passed: bool) -> Outcome:
-    """The result's outcome from the run's status and whether the check passed."""
-    if check_passed:
+    """The result's outcome from the run's status and whether the check passed. A run the
+    model itself reported failed (``failed``) is never ``passed``: a success needs both the
+    check and a model that did not say it failed."""
+    if check_passed and status != RunStatus.FAILED:
         return "passed"
     return _FAILED_AS.get(RunStatus(status), "failed")
 
@@ -215,7 +220,9 @@ def run_task(
             return result("error", error=run.error, **common)
         say("check")
         check = commands.run(task.check, task.command_timeout)
-        problems = [] if check.ok else [f"check {check.describe()}", run.error]
+        problems = [] if check.ok else [f"check {check.describe()}"]
+        if run.error and (problems or run.status == RunStatus.FAILED):
+            problems.append(run.error)
         error = "; run: ".join(p for p in problems if p) or None
         return result(outcome_for(run.status, check.ok), error=error, **common)
     finally:

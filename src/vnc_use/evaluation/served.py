@@ -1,9 +1,10 @@
 """Tasks as threads on a LangGraph Server (``vnc-use eval --server URL``).
 
 :class:`ServerRunner` is the :class:`~vnc_use.evaluation.runner.TaskRunner` whose agent runs on
-the server: each task becomes a thread there, its run spec (the graph's context) names the
-desktop's address and the *name* of the server's environment variable that holds the VNC
-password, never the password. Setup and check still run here, against the same desktops.
+the server, through :class:`~vnc_use.runs.executor.ServedExecutor`: each task becomes a thread
+there, its run spec (the graph's context) names the desktop's address and the *name* of the
+server's environment variable that holds the VNC password, never the password. Setup and
+check still run here, against the same desktops.
 
 The run folders are on the server's side, under ``runs_dir`` as the server sees it; a task's
 ``report`` is that report's path when this machine can read it, else ``server:PATH``.
@@ -12,6 +13,7 @@ The run folders are on the server's side, under ``runs_dir`` as the server sees 
 from __future__ import annotations
 
 import threading
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -65,29 +67,30 @@ class ServerRunner:
     def run(
         self, task: Task, desktop: EvalDesktop, thread_id: str, say: Callable[[str], None]
     ) -> AgentOutcome:
+        from vnc_use.runs.executor import ServedExecutor
+
         def on_event(event: dict[str, Any]) -> None:
             if event.get("event") == "action":
                 say(f"step {event.get('step')}: {event.get('name')}")
 
-        context = self.context(task, desktop)
-        with remote.reaching(self.url):
-            thread = self.api.threads.create(
-                metadata={"task": task.task, "eval_run": thread_id, "vnc": desktop.server}
-            )
-            tid = str(thread["thread_id"])
-            leg: dict[str, Any] = {"input": {"task": task.task}, "context": context}
-            try:
-                while True:
-                    if self._stopped:
-                        return AgentOutcome(RunStatus.INTERRUPTED, 0, tid, None)
-                    remote.follow(self.api, tid, on_event, on_run_created=self._started(tid), **leg)
-                    result = remote.outcome(self.api, tid)
-                    if result.status != RunStatus.AWAITING_APPROVAL:
-                        break
-                    leg = {"command": {"resume": "approve"}}
-            finally:
-                with self._lock:
-                    self._live.pop(tid, None)
+        spec = task_spec(self.spec, task, desktop, self.runs_dir)
+        spec.check()
+        executor = ServedExecutor(
+            self.url,
+            on_event=on_event,
+            metadata={"eval_run": thread_id},
+            on_run_created=self._started,
+        )
+        tid = str(uuid.uuid4())  # the server's thread (its rule: a UUID)
+        if self._stopped:
+            return AgentOutcome(RunStatus.INTERRUPTED, 0, tid, None)
+        try:
+            result = executor.start(spec, task.task, tid)
+            while result.status == RunStatus.AWAITING_APPROVAL and not self._stopped:
+                result = executor.answer(tid, "approve")
+        finally:
+            with self._lock:
+                self._live.pop(tid, None)
         if self._stopped:
             return AgentOutcome(RunStatus.INTERRUPTED, result.steps, tid, None)
         return AgentOutcome(
@@ -99,14 +102,13 @@ class ServerRunner:
             result.cost_usd,
         )
 
-    def _started(self, tid: str) -> Callable[[dict[str, Any]], None]:
-        def started(metadata: dict[str, Any]) -> None:
-            with self._lock:
-                self._live[tid] = str(metadata["run_id"])
-            if self._stopped:
-                self._cancel(tid, str(metadata["run_id"]))
-
-        return started
+    def _started(self, tid: str, run_id: str) -> None:
+        """A run of thread ``tid`` was created: known for :meth:`stop`, cancelled at once when
+        the evaluation is stopping."""
+        with self._lock:
+            self._live[tid] = run_id
+        if self._stopped:
+            self._cancel(tid, run_id)
 
     def _report(self, tid: str) -> str:
         """The run's report here (rendered from its folder when the server wrote none), else

@@ -7,8 +7,27 @@
 - :mod:`vnc_use.fleet.worker`: ``vnc-use worker``: desktops, legs, heartbeats, dead-worker
   recovery, draining on SIGTERM;
 - :mod:`vnc_use.fleet.submit`: ``run/approve/deny/resume --fleet``: enqueue a leg, wait;
+- :mod:`vnc_use.fleet.executor`: :class:`FleetExecutor`, the fleet behind the verbs every
+  executor answers (:mod:`vnc_use.runs.executor`);
 - :mod:`vnc_use.fleet.status`: ``vnc-use fleet status``.
 
 A submitter needs the database URL and nothing else: model keys and desktop passwords live in
 the workers' environment; the outcome and the report come back through the database.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from vnc_use.fleet.executor import FleetExecutor
+
+__all__ = ["FleetExecutor"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "FleetExecutor":  # the fleet as an Executor (vnc_use.runs.executor); DBOS on use
+        from vnc_use.fleet.executor import FleetExecutor
+
+        return FleetExecutor
+    raise AttributeError(f"module 'vnc_use.fleet' has no attribute {name!r}")

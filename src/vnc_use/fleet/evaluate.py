@@ -24,31 +24,50 @@ from typing import Any
 
 from vnc_use.evaluation.desktops import EvalDesktop
 from vnc_use.evaluation.results import TaskResult
-from vnc_use.evaluation.runner import AgentRunner, describe_spec, run_task
+from vnc_use.evaluation.runner import AgentOutcome, AgentRunner, describe_spec, run_task, task_spec
 from vnc_use.evaluation.suite import Evaluation
 from vnc_use.evaluation.tasks import Task
 from vnc_use.fleet.queue import Enqueuer
 from vnc_use.runs.spec import RunSpec
+from vnc_use.status import RunStatus
 from vnc_use.store.postgres import redact
 
 __all__ = ["FleetRunner", "run_eval_leg", "run_fleet_eval"]
 
 
 class FleetRunner:
-    """What ``summary.json`` says of the agent (the agents run on the workers)."""
+    """The agent part of a task run as a fleet run (:class:`~vnc_use.fleet.executor.FleetExecutor`:
+    a worker of ``label`` runs it on one of its own desktops; actions that ask for a person are
+    approved when the spec's ``hitl_mode`` says so, as :class:`AgentRunner` does). ``vnc-use
+    eval --fleet`` runs whole tasks (setup, agent, check) as legs instead (:func:`run_fleet_eval`)
+    and keeps this runner for what ``summary.json`` says of the agent."""
 
-    def __init__(self, url: str, spec: RunSpec) -> None:
+    def __init__(self, url: str, spec: RunSpec, label: str | None = None) -> None:
         self.url = url
         self.spec = spec
+        self.label = label
+        self._stopped = False
 
     def describe(self) -> dict[str, Any]:
         return {**describe_spec(self.spec), "fleet": redact(self.url)}
 
     def stop(self) -> None:
-        """Legs already queued run on; a rerun of ``eval`` collects them."""
+        """Legs already queued run on (a rerun of ``eval`` collects them); no new one starts."""
+        self._stopped = True
 
-    def run(self, task: Task, desktop: EvalDesktop, thread_id: str, say: Any) -> Any:
-        raise NotImplementedError("a fleet's tasks run on its workers (run_eval_leg)")
+    def run(self, task: Task, desktop: EvalDesktop, thread_id: str, say: Any) -> AgentOutcome:
+        from vnc_use.fleet.executor import FleetExecutor
+
+        if self._stopped:
+            return AgentOutcome(RunStatus.INTERRUPTED, 0, thread_id, None)
+        executor = FleetExecutor(self.url, label=self.label)
+        say("agent on the fleet")
+        result = executor.start(task_spec(self.spec, task, desktop, "runs"), task.task, thread_id)
+        while result.status == RunStatus.AWAITING_APPROVAL and not self._stopped:
+            result = executor.answer(thread_id, "approve")
+        return AgentOutcome(
+            str(result.status), result.steps, thread_id, None, result.error, result.cost_usd
+        )
 
 
 def _eval_id(out: Path) -> str:

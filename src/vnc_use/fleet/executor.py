@@ -50,13 +50,14 @@ FLEET_REFUSES = {
     "rdp_password_env": "--rdp-password-env",
     "video": "--video/--no-video",
     "video_fps": "--video-fps",
+    "lease_timeout": "--lease-timeout",
 }
 """Options a fleet's run cannot honour (the worker's desktop, environment, database and runs
 folder apply), in the order a refusal names them. A later leg honours ``--vnc ADDR`` (the run
 moves to that desktop) and ``--max-cost`` (the run's cap from then on); its video settings
 are the run's own."""
 LEG_HONOURS = frozenset({"vnc", "max_cost"})
-RUN_HONOURS = frozenset({"video", "video_fps", "label"})
+RUN_HONOURS = frozenset({"video", "video_fps", "label", "lease_timeout"})
 
 
 class FleetExecutor:
@@ -69,8 +70,12 @@ class FleetExecutor:
 
         self.url = url
         self.label = label or DEFAULT_LABEL
-        self.desktop = desktop
+        self.desktop = None
         """A VNC ``HOST::PORT`` a later leg moves the run to (None: where it is)."""
+        if desktop is not None:  # a bad address fails before the database is reached
+            from vnc_use.fleet.desktops import vnc_address
+
+            self.desktop = vnc_address(desktop)
         self.flags = "--fleet URL"
         self._workers: dict[str, str] = {}
 
@@ -144,11 +149,7 @@ class FleetExecutor:
             return self._outcome(fleet, workflow)
 
     def _moved(self) -> str | None:
-        if self.desktop is None:
-            return None
-        from vnc_use.fleet.desktops import vnc_address
-
-        return vnc_address(self.desktop)
+        return self.desktop
 
     def result(self, thread_id: str) -> RunResult:
         from vnc_use.agent.state import RunResult

@@ -2,7 +2,8 @@
 
 A leg does what its action says unless the run's checkpoint says it already happened: a
 ``run`` leg whose thread has a checkpoint (a leg recovered after its worker died) continues
-it; an ``approve``/``deny`` leg of a run no longer waiting continues it. The action journal
+it, or returns its outcome as it is when it paused for a person meanwhile; an
+``approve``/``deny`` leg of a run no longer waiting continues it. The action journal
 (:mod:`vnc_use.store.journal`) keeps every action from being performed twice, and an action
 whose outcome is unknown is never re-sent blindly.
 """
@@ -18,7 +19,9 @@ from vnc_use import config
 from vnc_use.agent.state import RunResult
 from vnc_use.errors import ConfigError
 from vnc_use.record.report import REPORT_NAME
-from vnc_use.runs import RunSpec, VncUseAgent
+from vnc_use.runs.agent import VncUseAgent
+from vnc_use.runs.open import sensitive_values
+from vnc_use.runs.spec import RunSpec
 from vnc_use.status import RunStatus
 
 if TYPE_CHECKING:
@@ -58,44 +61,29 @@ class LegRequest:
 
 
 def _agent(req: LegRequest) -> VncUseAgent:
+    """The leg's agent, from the run's spec on the worker's desktop, in its runs folder, its
+    checkpoints in the fleet's database; its runs' ``run.json`` says ``fleet``."""
     spec = req.spec
-    sensitive = {}
-    for name in spec.sensitive_names:
-        variable, value = config.sensitive_value(name)
-        if not value:
-            raise ConfigError(f"sensitive name {name}: set {variable} in the worker's environment")
-        sensitive[name] = value
-    planner = spec.planner()
+    sensitive = sensitive_values(spec.sensitive_names, missing=MISSING_ON_WORKER)
+    reached = None
     if req.rdp is not None:  # the run names the RDP host; its lease is on the host
         target, reached = req.rdp
-        on_host = replace(spec, desktop=target, runs_dir=str(req.runs_dir))
-        return VncUseAgent.from_spec(
-            on_host,
-            reached=reached,
-            planner=planner,
-            sensitive_text=sensitive,
-            checkpointer=req.database,
-        )
-    password = req.password or config.named_secret(spec.vnc_password_env)
-    return VncUseAgent(
-        vnc_server=req.server,
-        vnc_password=password,
-        runs_dir=req.runs_dir,
-        checkpointer=req.database,
-        planner=planner,
-        settings=spec.settings(planner),
-        lease_timeout=spec.lease_timeout,
+    else:
+        target = replace(spec.desktop, vnc_server=req.server, local=False, rdp_server=None)
+    on_worker = replace(spec, desktop=target, runs_dir=str(req.runs_dir))
+    agent = VncUseAgent.from_spec(
+        on_worker,
+        reached=reached,
+        planner=spec.planner(),
+        vnc_password=req.password or config.named_secret(spec.vnc_password_env),
         sensitive_text=sensitive,
-        connect_timeout=spec.connect_timeout,
-        screen_region=spec.screen_region,
-        vnc_username=spec.vnc_username,
-        vnc_ca=spec.vnc_ca,
-        video=spec.video,
-        video_fps=spec.video_fps,
-        stall_after=spec.stall_after,
-        max_cost=spec.max_cost,
-        price=spec.price,
+        checkpointer=req.database,
     )
+    agent.kind = "fleet"
+    return agent
+
+
+MISSING_ON_WORKER = "sensitive name {name}: set {variable} in the worker's environment"
 
 
 def drive_leg(req: LegRequest, running: Callable[[VncUseAgent | None], None]) -> RunResult:
@@ -110,6 +98,8 @@ def drive_leg(req: LegRequest, running: Callable[[VncUseAgent | None], None]) ->
             if req.action in ("approve", "deny") and snap.interrupts:
                 answer = agent.approve if req.action == "approve" else agent.deny
                 return answer(req.thread_id)
+            if snap.interrupts:  # a recovered leg of a run that paused for a person meanwhile
+                return agent.result(req.thread_id)
             return agent.resume(req.thread_id)
         finally:
             running(None)

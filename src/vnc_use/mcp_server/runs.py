@@ -1,11 +1,10 @@
 """``run_task``, ``approve_run`` and ``deny_run``: vnc-use's own durable runs, for MCP clients.
 
-Each call builds a :class:`~vnc_use.runs.agent.VncUseAgent` from a run spec (the session's, with
-the call's provider, model and step limit; an answer: the run's recorded spec) on the session's
-desktop and runs
-(or answers) one run; the run is checkpointed in the runs folder like any other, so a run
-waiting for approval can be answered by a later tool call, another MCP server, or a person
-with ``vnc-use approve ID``. Nothing here imports the MCP SDK.
+Each call runs (or answers) one run through a :class:`~vnc_use.runs.executor.LocalExecutor`
+with a run spec (the session's, with the call's provider, model and step limit; an answer: the
+run's recorded spec) on the session's desktop; the run is checkpointed in the runs folder
+like any other, so a run waiting for approval can be answered by a later tool call, another
+MCP server, or a person with ``vnc-use approve ID``. Nothing here imports the MCP SDK.
 """
 
 from __future__ import annotations
@@ -22,6 +21,7 @@ from vnc_use.errors import ConfigError
 from vnc_use.mcp_server.session import DesktopSession
 from vnc_use.record import run_record
 from vnc_use.record.report import REPORT_NAME
+from vnc_use.runs.executor import LocalExecutor
 from vnc_use.runs.spec import MODEL_FIELDS, RunSpec
 from vnc_use.status import RunStatus
 
@@ -71,13 +71,12 @@ def _spec(session: DesktopSession, **given: Any) -> RunSpec:
     return spec
 
 
-def _agent(
-    session: DesktopSession, spec: RunSpec, on_step: StepListener | None, planner: Any = None
-) -> Any:
-    from vnc_use.runs.agent import VncUseAgent
-
-    return VncUseAgent.from_spec(
-        spec, reached=session.target, planner=planner, on_event=_listener(on_step)
+def _executor(
+    session: DesktopSession, on_step: StepListener | None, planner: Any = None
+) -> LocalExecutor:
+    """The executor of the session's runs: in this process, on the session's desktop."""
+    return LocalExecutor(
+        session.runs_dir, reached=session.target, planner=planner, on_event=_listener(on_step)
     )
 
 
@@ -110,9 +109,8 @@ def run_agent(
                 step_limit=step_limit,
                 max_cost=max_cost,
             )
-            with _agent(session, spec, on_step) as agent:
-                result: RunResult = agent.run(task=task)
-                return result
+            with _executor(session, on_step) as executor:
+                return executor.start(spec, task)
         if thread_id is None or decision not in ("approve", "deny", "status"):
             raise ConfigError("give a task, or a thread_id to approve or deny")
         saved = _saved(session.runs_dir, thread_id)
@@ -127,10 +125,12 @@ def run_agent(
             video_fps=session.video_fps,
         )
         planner = planner_from_run(saved)  # a replay's too
-        with _agent(session, spec, on_step, planner) as agent:
-            answers = {"approve": agent.approve, "deny": agent.deny, "status": agent.result}
-            result = answers[decision](thread_id)
-            return result
+        with _executor(session, on_step, planner) as executor:
+            if decision == "status":
+                return executor.result(thread_id)
+            return executor.answer(
+                thread_id, "approve" if decision == "approve" else "deny", spec=spec
+            )
 
 
 def session_desktop(session: DesktopSession) -> DesktopTarget:

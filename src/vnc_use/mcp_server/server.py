@@ -310,7 +310,7 @@ DESCRIPTIONS: Mapping[str, str] = {
     "fresh settled screenshot.",
     "run_task": "Hand a whole task to vnc-use's own computer-use agent, which works on the "
     "desktop until it is done. Returns status (done, error, awaiting_approval, denied, "
-    "step_limit, timeout, blocked, stuck, cost_limit), final_text, thread_id, cost_usd "
+    "step_limit, timeout, blocked, stuck, cost_limit, failed), final_text, thread_id, cost_usd "
     "(null: unknown) and the path of the run's HTML report. When a step needs a person's "
     "approval the person is asked directly if this client supports it; otherwise status is "
     "awaiting_approval with the pending action: ask the person, then call approve_run or "

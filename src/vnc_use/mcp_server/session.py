@@ -32,6 +32,7 @@ from vnc_use.record import run_record
 from vnc_use.record.folder import RunFolder
 from vnc_use.record.report import ReportOnRunEnd
 from vnc_use.record.video import DEFAULT_VIDEO_FPS, VideoRecorder, record_desktop, stop_recording
+from vnc_use.runs.leg import run_record_of, write_run_record
 from vnc_use.status import RunStatus
 from vnc_use.store.journal import Journal
 from vnc_use.store.storage import Storage, open_storage
@@ -128,20 +129,25 @@ class DesktopSession:
         if self._folder is None:
             folder = RunFolder(self.runs_dir, self.thread_id, secrets=self._secrets)
             folder.add_listener(ReportOnRunEnd(folder))
-            session: dict[str, Any] = {
-                "thread_id": self.thread_id,
-                "task": SESSION_TASK,
-                "kind": "mcp-session",
-                "vnc_server": self.target.label,
-                **({"rdp": dict(self.target.rdp)} if self.target.rdp else {}),
-                "vnc_username": self.target.username,
-                "vnc_ca": self.target.ca_file,
-                "screen_region": str(self.target.screen_region)
-                if self.target.screen_region
-                else None,
-                "started": time.time(),
-            }
-            run_record.write(folder, run_record.RunRecord.from_json(session))
+            record = run_record_of(
+                "mcp-session",
+                self.thread_id,
+                SESSION_TASK,
+                None,  # no model, no budgets: an outside model drives
+                where={
+                    "vnc_server": self.target.label,
+                    "rdp": dict(self.target.rdp) if self.target.rdp else None,
+                    "vnc_username": self.target.username,
+                    "vnc_ca": self.target.ca_file,
+                    "screen_region": str(self.target.screen_region)
+                    if self.target.screen_region
+                    else None,
+                    "video": self.video,
+                    "video_fps": self.video_fps if self.video else None,
+                },
+                checkpointer=None,
+            )
+            write_run_record(folder, record)
             folder.event(
                 "run_started",
                 thread_id=self.thread_id,

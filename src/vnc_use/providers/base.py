@@ -45,10 +45,12 @@ SafetyMark = Literal["none", "needs_confirmation", "blocked"]
 before the call runs; ``blocked`` never runs and is never shown for approval: the turn that
 carries it ends the run (status ``blocked``)."""
 
-StopReason = Literal["finished", "calls", "blocked", "error", "diverged", "asks_person"]
+StopReason = Literal["finished", "calls", "blocked", "error", "diverged", "failed", "asks_person"]
 """Why the model's turn ended: it finished normally, it wants calls run, it (or a filter)
 refused, or its answer was empty, cut short or otherwise unexpected; ``diverged``: a replay
 (:mod:`vnc_use.replay`) found the screen not as recorded (the run ends ``diverged``);
+``failed``: the model ended the task saying it failed (an explicit failure signal of its
+dialect; the run ends ``failed``, ``stop_message`` holds the model's words);
 ``asks_person``: the model asks for a person (its question is the turn's ``text``): the run
 waits for one (``awaiting_human``) and the answer comes back as a person's turn."""
 
@@ -107,8 +109,8 @@ class Proposal:
     - ``request_json`` / ``response_json``: the exchange as sent and received, for the run
       folder;
     - ``thoughts``: reasoning-summary text, when the provider sends it;
-    - ``stop_message``: for a ``blocked``, ``error`` or ``diverged`` stop, one line for people
-      naming the reason (e.g. ``the API blocked the request: SAFETY``);
+    - ``stop_message``: for a ``blocked``, ``error``, ``diverged`` or ``failed`` stop, one line
+      for people naming the reason (e.g. ``the API blocked the request: SAFETY``);
     - ``notice``: an event the planner asks the run to record before the turn's calls run
       (its name under ``event``, e.g. a replay's ``replay_step`` / ``diverged``), or None.
     """

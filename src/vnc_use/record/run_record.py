@@ -11,8 +11,13 @@ The record is the same whichever host wrote it; ``kind`` says which:
 ``served``
     a run a LangGraph Server served (``vnc-use run --server``, ``eval --server``); also
     ``served: true``, as older readers look for;
+``fleet``
+    a leg of a fleet's run on one of its workers (``vnc-use run --fleet``);
 ``mcp-session``
     the MCP server's session of low-level tool calls (no model, no approvals).
+
+Every kind has the same keys (:data:`vnc_use.runs.leg.RECORD_KEYS`, composed in one place:
+:func:`vnc_use.runs.leg.run_record_of`); a value a run does not have is null.
 
 The common fields are typed below; a planner's own settings (``tool_version``, ``dialect``,
 ``base_url``, ``api_version``, ...; see :meth:`Planner.run_settings`) and a served spec's fields
@@ -39,8 +44,8 @@ __all__ = ["FILE_NAME", "KINDS", "RunKind", "RunRecord", "load", "read", "update
 
 FILE_NAME = "run.json"
 
-RunKind = Literal["local", "served", "mcp-session"]
-KINDS: tuple[RunKind, ...] = ("local", "served", "mcp-session")
+RunKind = Literal["local", "served", "fleet", "mcp-session"]
+KINDS: tuple[RunKind, ...] = ("local", "served", "fleet", "mcp-session")
 
 Number = int | float
 
@@ -65,6 +70,8 @@ class RunRecord(BaseModel):
     connect_timeout: Number | None = None
     security: dict[str, Any] | None = None
     screen_region: str | None = None
+    local_desktop_dir: str | None = None
+    """The state folder of the managed local desktop the run acts on (its password is there)."""
     # the model and the run's budgets and behaviour
     provider: str | None = None
     model: str | None = None

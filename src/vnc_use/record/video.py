@@ -32,6 +32,7 @@ from typing import Any
 
 from PIL import Image, ImageDraw
 
+from vnc_use.desktops.base import recordable
 from vnc_use.desktops.frametap import MARK_SECONDS, InputMark, TapFrame
 
 __all__ = [
@@ -109,14 +110,15 @@ def read_segments(run_dir: str | Path) -> list[VideoSegment]:
 def record_desktop(
     desktop: Any, run_dir: str | Path, fps: float, *, person: bool = False
 ) -> VideoRecorder | None:
-    """Start a segment fed by ``desktop``'s connection (a VNC connection, which has
-    ``start_recording``); None for a desktop that cannot be recorded. ``person``: the segment
-    is a person's part (a takeover), marked so in ``video.json``."""
-    start = getattr(desktop, "start_recording", None)
-    if not callable(start):
+    """Start a segment fed by ``desktop``'s connection (a
+    :class:`~vnc_use.desktops.base.Recordable` desktop); None for one that cannot be
+    recorded. ``person``: the segment is a person's part (a takeover), marked so in
+    ``video.json``."""
+    found = recordable(desktop)
+    if found is None:
         return None
     recorder = VideoRecorder(run_dir, fps, person=person).start()
-    start(recorder)
+    found.start_recording(recorder)
     return recorder
 
 
@@ -124,10 +126,10 @@ def stop_recording(desktop: Any, recorder: VideoRecorder | None) -> None:
     """Stop feeding ``recorder`` from ``desktop`` and finish its segment."""
     if recorder is None:
         return
-    stop = getattr(desktop, "stop_recording", None)
+    found = recordable(desktop)
     try:
-        if callable(stop):
-            stop()
+        if found is not None:
+            found.stop_recording()
     finally:
         recorder.close()
 

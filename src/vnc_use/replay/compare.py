@@ -32,6 +32,7 @@ __all__ = [
     "DEFAULT_TOLERANCE",
     "GRID",
     "Mask",
+    "changed_box",
     "difference",
     "parse_tolerance",
 ]
@@ -105,6 +106,15 @@ def _unexplained(a: Image.Image, b: Image.Image, neighbours: bool = True) -> Ima
     over = ImageChops.subtract(a, high).point(lambda v: 255 if v > CELL_THRESHOLD else 0)
     under = ImageChops.subtract(low, a).point(lambda v: 255 if v > CELL_THRESHOLD else 0)
     return ImageChops.lighter(over, under)
+
+
+def changed_box(before: bytes, after: bytes) -> tuple[int, tuple[int, int, int, int] | None]:
+    """How many cells differ between two PNGs, cell for cell (as ``difference`` with
+    ``neighbours=False``), and the box that holds them all: ``(left, top, right, bottom)`` in
+    cells of :data:`GRID`, right and bottom exclusive (None when no cell differs)."""
+    a, b = _cells(before), _cells(after)
+    changed = ImageChops.lighter(_unexplained(a, b, False), _unexplained(b, a, False))
+    return changed.histogram()[255], changed.getbbox()
 
 
 def difference(

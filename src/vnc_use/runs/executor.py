@@ -61,7 +61,15 @@ if TYPE_CHECKING:
     from vnc_use.runs.agent import VncUseAgent
     from vnc_use.store.storage import Storage
 
-__all__ = ["Decision", "Executor", "LocalExecutor", "ServedExecutor", "refusal"]
+__all__ = [
+    "Decision",
+    "Executor",
+    "LocalExecutor",
+    "ServedExecutor",
+    "flag_of",
+    "refusal",
+    "served_state",
+]
 
 Decision = Literal["approve", "deny"]
 
@@ -139,6 +147,19 @@ class Executor(Protocol):
     def close(self) -> None:
         """Let go of what the executor opened."""
         ...
+
+
+OPTION_FLAGS = {
+    "vnc_user": "--vnc-user",
+    "rdp_user": "--rdp-user",
+    "video": "--video/--no-video",
+}
+"""The command line's spelling of an option whose flag is not its name with dashes."""
+
+
+def flag_of(name: str) -> str:
+    """How the command line spells option ``name`` (``vnc_user``: ``--vnc-user``)."""
+    return OPTION_FLAGS.get(name) or "--" + name.replace("_", "-")
 
 
 def refusal(names: list[str], tail: str) -> str | None:
@@ -302,7 +323,7 @@ class LocalExecutor:
             assert self._agent is not None
             self._agent.request_stop()
             return
-        from vnc_use.runs.agent import run_state
+        from vnc_use.runs.leg import run_state
 
         with self._stored(thread_id) as (storage, snap):
             rules.check("stop", thread_id, run_state(snap))
@@ -395,6 +416,8 @@ SERVED_REFUSES = {
     "fleet": "--fleet",
 }
 """Options that act in this process (or on the fleet): a served run cannot honour them."""
+SERVED_LEG_HONOURS = frozenset({"max_cost"})
+"""What ``approve``/``deny``/``resume --server`` honour besides the thread: resume's cap."""
 
 
 class ServedExecutor:
@@ -405,18 +428,34 @@ class ServedExecutor:
     kind = "served"
 
     def __init__(
-        self, url: str, *, on_event: Callable[[dict[str, Any]], None] | None = None
+        self,
+        url: str,
+        *,
+        on_event: Callable[[dict[str, Any]], None] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+        on_run_created: Callable[[str, str], None] | None = None,
     ) -> None:
         from vnc_use.runs import remote
 
         self.url = url
         self.flags = f"--server {url}"
         self.on_event = on_event or (lambda _event: None)
+        self.metadata = dict(metadata or {})
+        """More metadata for the threads it creates (``eval`` names its run there)."""
+        self.on_run_created = on_run_created
+        """Told ``(thread_id, run_id)`` of each run the server creates for a verb."""
         self.api = remote.client(url)
 
     def refuse(
         self, spec: RunSpec | None, given: Mapping[str, Any], verb: str = "run"
     ) -> str | None:
+        if verb != "run":  # a later leg: the spec the server keeps for the thread applies
+            names = [flag_of(n) for n in given if n not in SERVED_LEG_HONOURS]
+            return refusal(
+                sorted(names),
+                f"cannot go with {verb} --server: a later leg of a served run uses the spec "
+                "the server keeps for it (only resume's --max-cost changes it); drop them",
+            )
         names = [flag for name, flag in SERVED_REFUSES.items() if name in given]
         line = refusal(
             names,
@@ -434,7 +473,11 @@ class ServedExecutor:
     def _follow(self, tid: str, **run: Any) -> RunResult:
         from vnc_use.runs import remote
 
-        remote.follow(self.api, tid, self.on_event, **run)
+        def created(metadata: dict[str, Any]) -> None:
+            if self.on_run_created is not None:
+                self.on_run_created(tid, str(metadata["run_id"]))
+
+        remote.follow(self.api, tid, self.on_event, on_run_created=created, **run)
         return remote.outcome(self.api, tid)
 
     def start(self, spec: RunSpec, task: str, thread_id: str | None = None) -> RunResult:
@@ -449,6 +492,7 @@ class ServedExecutor:
                 metadata={
                     "task": task,
                     "vnc": where if not spec.desktop.rdp_server else f"rdp://{where}",
+                    **self.metadata,
                 },
             )
             tid = str(thread["thread_id"])
@@ -456,24 +500,12 @@ class ServedExecutor:
 
     def _state(self, tid: str) -> tuple[str, dict[str, Any]]:
         """The thread's state for the run rules, and its values."""
-        from vnc_use.runs import remote
-
         thread = self.api.threads.get(tid)
-        state = self.api.threads.get_state(tid) or {}
-        values: dict[str, Any] = state.get("values") or {}
+        found = self.api.threads.get_state(tid) or {}
+        values: dict[str, Any] = found.get("values") or {}
         if not values:
             raise ConfigError(f"no run with thread id {tid!r} on {self.url}")
-        current = remote.outcome(self.api, tid)
-        status = str(values.get("status") or current.status)
-        return (
-            rules.state_of(
-                status,
-                waiting=thread.get("status") == "interrupted",
-                under_way=thread.get("status") == "busy",
-                step_left=bool(state.get("next")),
-            ),
-            values,
-        )
+        return served_state(thread, found), values
 
     def answer(
         self,
@@ -661,9 +693,17 @@ NOT_YET = (
 """The one-line refusal of the executors that cannot take a run over yet."""
 
 
-def status_of(value: Any) -> RunStatus:
-    """A status from its JSON value (an unknown one is an error)."""
-    try:
-        return RunStatus(str(value))
-    except ValueError:
-        return RunStatus.ERROR
+def served_state(thread: Mapping[str, Any], found: Mapping[str, Any]) -> str:
+    """A served thread's state as the run rules read it, from the server's thread (its
+    status: ``busy`` runs) and its state (values, next nodes, pending interrupts: a person's
+    approval); a thread stopped or failed with a step left is ``interrupted`` (the server says
+    ``interrupted`` of a cancelled thread too: only a pending interrupt waits for a person)."""
+    values = found.get("values") or {}
+    status = str(values.get("status") or RunStatus.RUNNING.value)
+    pending = [i for task in found.get("tasks") or [] for i in task.get("interrupts") or []]
+    return rules.state_of(
+        status,
+        waiting=bool(pending),
+        under_way=thread.get("status") == "busy",
+        step_left=bool(found.get("next")),
+    )

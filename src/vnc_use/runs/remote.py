@@ -85,6 +85,9 @@ def outcome(api: Any, tid: str) -> RunResult:
             error = str(found.get("message"))
     elif interrupts:
         status, pending = RunStatus.AWAITING_APPROVAL, dict(interrupts[0]["value"])
+    elif status == RunStatus.RUNNING and _last_run_status(api, tid) == "interrupted":
+        status = RunStatus.INTERRUPTED  # stopped on request (a stop: the run's cancel)
+        error = f"stopped on request; continue with 'vnc-use resume --server URL {tid}'"
     elif status == RunStatus.RUNNING:
         status, error = RunStatus.ERROR, f"the run stopped before finishing: vnc-use resume {tid}"
     from vnc_use.agent.costs import run_cost
@@ -118,3 +121,9 @@ def _run_dir(api: Any, tid: str) -> str:
         return ""
     runs_dir = (item or {}).get("value", {}).get("runs_dir") if isinstance(item, dict) else None
     return str(Path(runs_dir) / tid) if runs_dir else ""
+
+
+def _last_run_status(api: Any, tid: str) -> str | None:
+    """The status of the thread's latest run (``interrupted``: cancelled by a stop)."""
+    found = api.runs.list(tid, limit=1)
+    return str(found[0].get("status")) if found else None

@@ -1,5 +1,5 @@
-"""The graph LangGraph Server runs (``langgraph.json``: ``vnc_use.agent.serve:make_graph``, an
-alias of this module's).
+"""The graph LangGraph Server runs (``langgraph.json``: ``vnc_use.runs.serve:make_graph``; the
+old path ``vnc_use.agent.serve:make_graph`` is an alias of it).
 
 The server calls :func:`make_graph` whenever it needs the graph:
 
@@ -49,6 +49,7 @@ from vnc_use.record import run_record
 from vnc_use.record.folder import RunFolder
 from vnc_use.record.report import write_report_safely
 from vnc_use.record.video import VideoRecorder, record_desktop, stop_recording
+from vnc_use.runs.leg import run_record_of, write_run_record
 from vnc_use.runs.open import MISSING_ON_SERVER, open_planner, run_folder, sensitive_values
 from vnc_use.runs.spec import SPEC_NAMESPACE, RunSpec
 from vnc_use.store.holds import leg_fence
@@ -57,6 +58,8 @@ from vnc_use.store.storage import Storage, open_storage
 
 if TYPE_CHECKING:  # the server resolves the annotation with its own ServerRuntime
     from langgraph_sdk.runtime import ServerRuntime
+
+    from vnc_use.providers.base import Planner
 
 __all__ = ["SPEC_NAMESPACE", "LiveRun", "make_graph", "open_live"]
 
@@ -159,7 +162,7 @@ def open_live(spec: RunSpec, thread_id: str) -> LiveRun:
     exits = contextlib.ExitStack()
     try:
         lease.acquire(spec.lease_timeout)
-        folder = _folder(spec, thread_id, sensitive)
+        folder = _folder(spec, thread_id, sensitive, planner, storage.described)
         reached = exits.enter_context(reach(spec.desktop, log_path=folder.path / "freerdp.log"))
         if reached.rdp:
             run_record.update(folder, vnc_server=reached.label, rdp=reached.rdp)
@@ -194,7 +197,13 @@ def open_live(spec: RunSpec, thread_id: str) -> LiveRun:
     )
 
 
-def _folder(spec: RunSpec, thread_id: str, sensitive: dict[str, str]) -> RunFolder:
+def _folder(
+    spec: RunSpec,
+    thread_id: str,
+    sensitive: dict[str, str],
+    planner: Planner,
+    checkpointer: str,
+) -> RunFolder:
     """The leg's run folder (its run.json written by the first leg)."""
     secrets = [
         env.named_secret(spec.desktop.vnc_password_env),
@@ -204,8 +213,16 @@ def _folder(spec: RunSpec, thread_id: str, sensitive: dict[str, str]) -> RunFold
     ]
     folder = run_folder(Path(spec.runs_dir), thread_id, secrets)
     if run_record.load(folder.path) is None:
-        record = {"thread_id": thread_id, "kind": "served", "served": True, **spec.to_record()}
-        run_record.write(folder, run_record.RunRecord.from_json(record))
+        record = run_record_of(
+            "served",
+            thread_id,
+            "",  # the task: when it enters the graph (LiveRun.started)
+            spec,
+            planner=planner.run_settings(),
+            settings=spec.settings(planner),
+            checkpointer=checkpointer,
+        )
+        write_run_record(folder, record)
     else:  # a later leg: a cap raised on resume (--max-cost) is the run's cap now
         run_record.update(folder, max_cost=spec.max_cost)
     return folder

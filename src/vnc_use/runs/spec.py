@@ -143,7 +143,11 @@ class RunSpec:
     def from_run_json(cls, saved: Mapping[str, Any]) -> RunSpec:
         """The spec of a recorded run, from its ``run.json`` (for approve, deny, resume,
         replay): the settings it kept; a missing one is the default."""
-        settings = {k: v for k, v in saved.items() if k != "desktop" and v is not None}
+        # `local` is kept as the run was asked, but a later leg goes on at the address the
+        # run reached (a local desktop's too: its state folder names its password)
+        settings = {
+            k: v for k, v in saved.items() if k not in ("desktop", "local") and v is not None
+        }
         rdp = saved.get("rdp") or {}
         if rdp:  # the bridge's settings as the run recorded them
             settings["vnc_server"] = None

@@ -39,6 +39,8 @@ For stall-detection tests (``ready`` carries each box it shows):
 * ``--static``: a click on the canvas changes nothing on the screen (no square, no status
   echo, no blinking cursor in the entry): a model clicking it again and again sees the same
   screen;
+* ``--blink MS``: the focused entry's text cursor blinks (MS ms on, MS ms off; with
+  ``--static`` too), as a caret in a terminal or a search box does on a real desktop;
 * ``--counter``: a button (box ``counter``) whose big number goes up by one on every left
   click on it (events ``counter`` with ``n``);
 * ``--list N``: a list of N lines (box ``list``) that the mouse wheel scrolls;
@@ -399,7 +401,10 @@ class _Extras:
         self.boxes: dict[str, list[int]] = {}
         self.count = 0
         self.bar_job: str | None = None
-        if self.static:  # a screen that stays as it is: the entry's cursor does not blink
+        blink_ms = int(options.get("blink_ms") or 0)
+        if blink_ms:  # the focused entry's cursor blinks, as a caret does on a real desktop
+            probe.entry.configure(insertontime=blink_ms, insertofftime=blink_ms)
+        elif self.static:  # a screen that stays as it is: the entry's cursor does not blink
             probe.entry.configure(insertofftime=0)
         width, height = probe.size
         canvas = probe.canvas
@@ -569,6 +574,13 @@ def main(argv: list[str] | None = None) -> int:
         help="a click on the canvas changes nothing on the screen (no square, no status echo)",
     )
     parser.add_argument(
+        "--blink",
+        type=int,
+        default=0,
+        metavar="MS",
+        help="the entry's text cursor blinks: MS ms on, MS ms off (also with --static)",
+    )
+    parser.add_argument(
         "--counter", action="store_true", help="show a button whose number counts its clicks"
     )
     parser.add_argument(
@@ -604,6 +616,7 @@ def main(argv: list[str] | None = None) -> int:
             dialog=(args.dialog, args.dialog_delay),
             extras={
                 "static": args.static,
+                "blink_ms": args.blink,
                 "counter": args.counter,
                 "list": args.list,
                 "slow_draw_ms": args.slow_draw,

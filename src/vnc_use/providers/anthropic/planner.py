@@ -171,7 +171,7 @@ class AnthropicPlanner:
         code = exc.status_code
         said = self._redact(_server_message(exc)).replace("\n", " ")
         fix = _fix(code, said, self.model, self.max_retries)
-        logger.warning("%s error %s: %s", API_LABEL, code, said)
+        logger.debug("%s error %s: %s", API_LABEL, code, said)
         return ApiError(code, _reason(code), fix, api=API_LABEL)
 
     def propose(

@@ -339,18 +339,18 @@ class GeminiComputerUse:
             message = self._redact(str(exc.message or exc.details or "").replace("\n", " "))
             if exc.code == 404:
                 message += self._not_found_hint()
-            logger.warning("Gemini API error %s %s: %s", exc.code, exc.status, message)
+            logger.debug("Gemini API error %s %s: %s", exc.code, exc.status, message)
             raise ApiError(int(exc.code), exc.status, message) from None
         except _NETWORK_ERRORS as exc:
             detail = self._redact(f"{type(exc).__name__}: {exc}".replace("\n", " "))
-            logger.warning("Gemini API unreachable at %s: %s", self.base_url, detail)
+            logger.debug("Gemini API unreachable at %s: %s", self.base_url, detail)
             raise PlannerError(
                 f"Cannot reach the Gemini API at {self.base_url} ({detail}); check the network "
                 f"or the base URL (GOOGLE_GEMINI_BASE_URL)."
             ) from None
         except ValueError as exc:  # a body that is not JSON (a proxy's error page, say)
             detail = self._redact(f"{type(exc).__name__}: {exc}".replace("\n", " "))
-            logger.warning("Gemini API at %s answered non-JSON: %s", self.base_url, detail)
+            logger.debug("Gemini API at %s answered non-JSON: %s", self.base_url, detail)
             raise PlannerError(
                 f"The Gemini API at {self.base_url} answered something that is not JSON "
                 f"({detail}); is GOOGLE_GEMINI_BASE_URL pointing at the API?"

@@ -423,7 +423,7 @@ def _status_error(exc: openai.APIStatusError, model: str, base_url: str, redact:
         fix = f"OpenAI failed ({said}); {_RESUME} later"
     else:
         fix = f"the request was refused ({said})"
-    logger.warning("%s error %s at %s: %s", API_LABEL, code, base_url, said)
+    logger.debug("%s error %s at %s: %s", API_LABEL, code, base_url, said)
     return ApiError(code, _reason(code), fix, api=API_LABEL)
 
 

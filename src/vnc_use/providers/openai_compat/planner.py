@@ -205,7 +205,7 @@ class OpenAICompatPlanner:
             fix = f"the server at {self.base_url} failed ({said}); see the server's log."
         else:
             fix = f"the server at {self.base_url} refused the request ({said})."
-        logger.warning("%s error %s at %s: %s", API_LABEL, code, self.base_url, said)
+        logger.debug("%s error %s at %s: %s", API_LABEL, code, self.base_url, said)
         return ApiError(code, _reason(code), fix, api=API_LABEL)
 
     def propose(
@@ -271,7 +271,14 @@ class OpenAICompatPlanner:
         return Proposal(
             calls=calls,
             text=parsed.text if parsed.finished or parsed.asks else parsed.thought,
-            stop="asks_person" if parsed.asks else "finished" if parsed.finished else "calls",
+            stop="asks_person"
+            if parsed.asks
+            else "failed"
+            if parsed.failed
+            else "finished"
+            if parsed.finished
+            else "calls",
+            stop_message=_failure_message(parsed),
             reason=choice.finish_reason,
             usage=_usage(completion),
             turn=request.turn_record(
@@ -294,6 +301,13 @@ class OpenAICompatPlanner:
     def run_custom_function(self, call: Mapping[str, Any]) -> dict[str, Any]:
         """No custom functions with this provider: an error for the model."""
         return {"error": f"{call.get('name')!r} is not a function of this agent."}
+
+
+def _failure_message(parsed: Parsed) -> str | None:
+    """The run's reason when the model ended the task saying it failed: its own words."""
+    if not parsed.failed:
+        return None
+    return f"the model reported that the task failed: {parsed.text or '(no words)'}"
 
 
 def _assistant_message(completion: Any) -> dict[str, Any] | None:

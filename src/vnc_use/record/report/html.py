@@ -48,6 +48,7 @@ STATUS_TEXT: dict[str, str] = {
     RunStatus.DIVERGED: "Replay stopped: the screen differs from the recording",
     RunStatus.STUCK: "Stuck: the model kept repeating actions that changed nothing",
     RunStatus.COST_LIMIT: "Stopped: cost cap reached",
+    RunStatus.FAILED: "Failed: the model reported that the task failed",
     "unfinished": "Unfinished (running, or its process died)",
 }
 
@@ -61,7 +62,7 @@ h1 { font-size:22px; margin:0 0 4px; } h1 code { font-size:20px; }
 .task { font-size:18px; margin:4px 0 12px; }
 .status { display:inline-block; padding:4px 12px; border-radius:999px; font-weight:600;
   color:#fff; background:#5d6675; }
-.status-done { background:#1f8a4c; } .status-error { background:#c62828; }
+.status-done { background:#1f8a4c; } .status-error, .status-failed { background:#c62828; }
 .status-blocked { background:#8e1b3a; }
 .status-diverged { background:#8e1b3a; }
 .shots.replayed { grid-template-columns:3fr 2fr 2fr; }

@@ -87,8 +87,9 @@ class GridCall:
 
 @dataclass
 class Parsed:
-    """A parsed reply: calls to run, a finish (``finished`` True, ``text`` the answer), or a
-    request for a person (``asks`` the model's question: the run waits for one)."""
+    """A parsed reply: calls to run, a finish (``finished`` True, ``text`` the answer;
+    ``failed`` True when the model ended the task saying it failed), or a request for a
+    person (``asks`` the model's question: the run waits for one)."""
 
     calls: list[GridCall] = field(default_factory=list)
     finished: bool = False
@@ -97,6 +98,7 @@ class Parsed:
     asks: str | None = None
     """The model asks for a person (UI-TARS ``call_user``, UI-Venus ``CallUser``): its
     question, or what it was doing when it asked."""
+    failed: bool = False
 
 
 class Dialect(Protocol):
@@ -269,6 +271,7 @@ class Translator:
         self.calls: list[GridCall] = []
         self.finish: str | None = None
         self.question: str | None = None
+        self.failed = False
         self.source_id: str | None = None
         """The native tool call being translated (its id goes on each grid call)."""
 
@@ -288,10 +291,12 @@ class Translator:
         args["intent"] = self.intent or name.replace("_", " ")
         self.calls.append(GridCall(name, args, self.source_id))
 
-    def done(self, text: str) -> None:
-        """A finish action: the run ends with ``text`` (the first finish wins)."""
+    def done(self, text: str, *, failed: bool = False) -> None:
+        """A finish action: the run ends with ``text`` (the first finish wins); ``failed``:
+        the model's explicit report that the task failed (the run ends ``failed``)."""
         if self.finish is None:
             self.finish = text
+            self.failed = failed
 
     def ask(self, question: str) -> None:
         """The model asks for a person: the run waits for one (the first request wins)."""
@@ -306,8 +311,18 @@ class Translator:
         if self.question is not None:
             return Parsed(asks=self.question, text=self.question, thought=thought)
         if self.finish is not None:
-            return Parsed(finished=True, text=self.finish or thought, thought=thought)
+            text = self.finish or thought
+            return Parsed(finished=True, text=text, thought=thought, failed=self.failed)
         raise ParseError("The answer holds no action.")
+
+
+_FAILURE_WORDS = frozenset({"failure", "fail", "failed"})
+
+
+def reports_failure(status: Any) -> bool:
+    """True for a ``terminate`` status that says the task failed (``"failure"``, the value
+    the Qwen and OpenCUA schemas declare, and its near spellings)."""
+    return isinstance(status, str) and status.strip().lower() in _FAILURE_WORDS
 
 
 def keys_of(value: Any) -> list[str]:

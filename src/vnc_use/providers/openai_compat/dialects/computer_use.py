@@ -24,6 +24,7 @@ from vnc_use.providers.openai_compat.dialects.base import (
     Translator,
     keys_of,
     raw_calls,
+    reports_failure,
     strip_tool_call_blocks,
     text_arg,
     thought_of,
@@ -191,7 +192,7 @@ def _wait(t: Translator, action: str, args: Mapping[str, Any]) -> None:
 
 def _terminate(t: Translator, action: str, args: Mapping[str, Any]) -> None:
     status = args.get("status", "success")
-    t.done(t.intent or f"Task ended: {status}.")
+    t.done(t.intent or f"Task ended: {status}.", failed=reports_failure(status))
 
 
 def _answer(t: Translator, action: str, args: Mapping[str, Any]) -> None:

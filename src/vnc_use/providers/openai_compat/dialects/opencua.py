@@ -34,6 +34,7 @@ from vnc_use.providers.openai_compat.dialects.base import (
     ParseError,
     Translator,
     keys_of,
+    reports_failure,
     thought_of,
     typed,
 )
@@ -142,7 +143,8 @@ def _hotkey(t: Translator, call: PyCall) -> None:
 
 
 def _terminate(t: Translator, call: PyCall) -> None:
-    t.done(t.intent or f"Task ended: {call.get('status', 0, default='success')}.")
+    status = call.get("status", 0, default="success")
+    t.done(t.intent or f"Task ended: {status}.", failed=reports_failure(status))
 
 
 _HANDLERS: dict[str, Callable[[Translator, PyCall], None]] = {
