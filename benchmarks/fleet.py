@@ -14,7 +14,12 @@ are printed, never asserted:
 - queue latency: legs submitted one at a time to an idle fleet, from enqueue to a worker
   taking it (DBOS's ``created_at`` to ``dequeued_at``);
 - death to recovery: a third worker is SIGKILLed while it runs a leg; the time until another
-  worker has taken that leg.
+  worker has taken that leg;
+- a run's history in the database (``--history-only`` runs just this): a 10-step run on a
+  worker's local desktop; the bytes it stored per step (screenshots, other files, events,
+  checkpoints and journal), and the time a leg on a fresh host takes to fetch it (median of 5).
+
+    python benchmarks/fleet.py --history-only
 """
 
 from __future__ import annotations
@@ -57,8 +62,11 @@ def timed(argv: list[str], env: dict[str, str]) -> float:
     return time.monotonic() - started
 
 
-def start_worker(name: str, url: str, runs: Path, env: dict[str, str]) -> subprocess.Popen[str]:
-    argv = [*CLI, "worker", "--worker-id", name, "--runs-dir", str(runs), "--desktops", "2"]
+def start_worker(
+    name: str, url: str, runs: Path, env: dict[str, str], desktops: int = 2
+) -> subprocess.Popen[str]:
+    argv = [*CLI, "worker", "--worker-id", name, "--runs-dir", str(runs)]
+    argv += ["--desktops", str(desktops)]
     proc = subprocess.Popen(
         argv,
         env={**env, "VNC_USE_DATABASE_URL": url},
@@ -124,10 +132,91 @@ def death_to_recovery(url: str, runs: Path, env: dict[str, str], only: str) -> t
             LocalDesktop(folder).down()
 
 
+HISTORY_STEPS = 10
+CHECKPOINT_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
+
+
+def table_bytes(url: str, thread_id: str) -> dict[str, int]:
+    """Bytes the run's rows take in each of LangGraph's and the journal's tables."""
+    from vnc_use.store import postgres
+
+    conn = postgres.connect(url)
+    found = {}
+    try:
+        with conn.cursor() as cur:
+            for table in (
+                "checkpoints",
+                "checkpoint_blobs",
+                "checkpoint_writes",
+                "vnc_use_journal",
+            ):
+                cur.execute(
+                    f"SELECT COALESCE(SUM(pg_column_size(t.*)), 0) AS n FROM {table} t "
+                    "WHERE thread_id = %s",
+                    (thread_id,),
+                )
+                row = cur.fetchone()
+                found[table] = int(row["n"]) if row else 0
+    finally:
+        conn.close()
+    return found
+
+
+def history(url: str, root: Path, env: dict[str, str], api: GeminiStandIn) -> None:
+    """A 10-step run on a worker's local desktop: bytes stored per step; the time a leg on a
+    fresh host takes to fetch that history."""
+    from vnc_use.fleet.blobs import RunStore
+    from vnc_use.testing.gemini_replies import FunctionCallSpec, Reply
+
+    def script(body: dict[str, Any], index: int) -> Reply:
+        parts = [p for c in body.get("contents", []) for p in c.get("parts", [])]
+        done = sum(1 for p in parts if "functionResponse" in p or "function_response" in p)
+        if done >= HISTORY_STEPS:
+            return Reply.text("clicked ten times")
+        return Reply.calls(FunctionCallSpec("click_at", x=100 + done * 80, y=500))
+
+    api.script(script)
+    host = root / "host-h"
+    worker = start_worker("H", url, host / "runs", env, desktops=1)
+    try:
+        argv = [*CLI, "run", "--fleet", url, "--task", "Click ten times", "--no-hitl"]
+        timed([*argv, "--thread-id", "hist10", "--quiet"], env)
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(120)
+    with RunStore(url) as store:
+        usage = store.usage("hist10")
+        shots = len(list((host / "runs" / "hist10" / "screenshots").glob("*.png")))
+        times, fetched = [], None
+        for n in range(5):
+            started = time.perf_counter()
+            fetched = RunStore(url).fetch_run(root / f"fresh-{n}", "hist10")
+            times.append(time.perf_counter() - started)
+    rows = table_bytes(url, "hist10")
+    stored = sum(usage.values())
+    print(
+        f"a {HISTORY_STEPS}-step run ({shots} distinct screenshots): "
+        f"{stored / HISTORY_STEPS / 1024:.1f} KB per step in the run folders' tables "
+        f"(screenshots {usage['screenshots'] / HISTORY_STEPS / 1024:.1f} KB, video and other "
+        f"files {usage['files'] / HISTORY_STEPS / 1024:.1f} KB, events "
+        f"{usage['events'] / HISTORY_STEPS / 1024:.1f} KB); checkpoints and journal "
+        f"{sum(rows.values()) / HISTORY_STEPS / 1024:.1f} KB per step"
+    )
+    assert fetched is not None
+    print(
+        f"a leg on a fresh host fetches that history ({fetched.files} files, "
+        f"{fetched.bytes / 1024:.0f} KB, {fetched.events} events): median "
+        f"{statistics.median(times) * 1000:.0f} ms, max {max(times) * 1000:.0f} ms"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="+", default=None, metavar="ID")
     parser.add_argument("--latency-legs", type=int, default=5, metavar="N")
+    parser.add_argument(
+        "--history-only", action="store_true", help="only the run history's bytes and fetch"
+    )
     args = parser.parse_args()
     tasks = load_tasks(suite_path("builtin"), only=args.only).tasks
     print(f"built-in suite: {len(tasks)} tasks; {os.cpu_count()} CPUs")
@@ -140,6 +229,9 @@ def main() -> None:
         env = dict(os.environ, GOOGLE_API_KEY=DUMMY_KEY, GOOGLE_GEMINI_BASE_URL=api.base_url)
         env.pop("VNC_USE_DATABASE_URL", None)
         env["VNC_PASSWORD"] = "fleetbnc"
+        if args.history_only:
+            history(db.url, root, env, api)
+            return
         one_host = timed(eval_argv(root / "one-host", args.only, "--desktops", "4"), env)
         print(f"eval --desktops 4 (one host): {one_host:.1f} s")
         runs = root / "fleet-runs"
@@ -165,6 +257,7 @@ def main() -> None:
                 f"worker SIGKILLed: its leg back on the queue after {requeued:.2f} s, taken by "
                 f"another worker after {taken:.2f} s (the others were busy until a desktop freed)"
             )
+            history(db.url, root, env, api)
         finally:
             for proc in workers:
                 proc.send_signal(signal.SIGTERM)

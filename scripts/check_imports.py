@@ -8,7 +8,8 @@ Run it from anywhere: ``python scripts/check_imports.py`` (exit 0 when the graph
 
 The layers, top to bottom (docs/architecture.md explains each)::
 
-    front doors   cli/ mcp_server/ evaluation/ calibration/ fleet/ vnc_use/__init__.py (face)
+    front doors   cli/ console/ mcp_server/ evaluation/ calibration/ fleet/
+                  vnc_use/__init__.py (face)
     runs/         what a run is, opening a run, the served graph factory
     agent/        the graph and its nodes
     replay/       a planner that replays a journal
@@ -61,7 +62,16 @@ PACKAGE = "vnc_use"
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     (
         "front doors",
-        ("cli", "mcp_server", "evaluation", "calibration", "fleet", "__init__", "__main__"),
+        (
+            "cli",
+            "console",
+            "mcp_server",
+            "evaluation",
+            "calibration",
+            "fleet",
+            "__init__",
+            "__main__",
+        ),
     ),
     ("runs", ("runs",)),
     ("agent", ("agent",)),

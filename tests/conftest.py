@@ -52,6 +52,7 @@ SLOW_FIRST = (
     "tests/evaluation/test_eval.py",
     "tests/e2e/test_fleet_rdp.py",
     "tests/e2e/test_fleet_hung.py",
+    "tests/e2e/test_fleet_hosts.py",
     "tests/cli/test_cli_providers.py",
     "tests/e2e/test_anthropic_e2e.py",
     "tests/agent/test_hostile.py",

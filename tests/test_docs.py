@@ -32,6 +32,15 @@ COVERED: list[tuple[str, tuple[str, ...]]] = [
             "test_readme_offline_flow_with_the_stand_in_command",
         ),
     ),
+    # the web console (docs/console.md)
+    (
+        r"vnc-use console --vnc \S+ --runs-dir \S+",
+        ("test_a_run_started_from_the_form_shows_each_step_within_a_second",),
+    ),
+    (
+        r"vnc-use console --fleet \S+ --runs-dir \S+",
+        ("test_the_console_over_a_fleet_starts_approves_and_lists_the_fleets_runs",),
+    ),
     # a fleet of desktop hosts (docs/fleet.md)
     (
         r"vnc-use worker --database \S+ --worker-id \S+ --runs-dir \S+ --vnc( \S+)+",
@@ -48,6 +57,14 @@ COVERED: list[tuple[str, tuple[str, ...]]] = [
         r"vnc-use (run --fleet \S+ --task \"Click #r0\" --thread-id r0 --no-hitl|approve --fleet"
         r" \S+ r6|report --fleet \S+ r0 --out \S+|fleet status --fleet \S+)",
         ("test_a_fleet_of_two_workers_survives_one_killed_and_waits_for_people",),
+    ),
+    (
+        r"vnc-use (report|show) --fleet \S+ r0",
+        ("test_a_run_goes_on_on_another_host_with_its_whole_history",),
+    ),
+    (
+        r"vnc-use fleet prune --fleet \S+ --older-than \S+",
+        ("test_prune_deletes_a_finished_runs_content_and_keeps_a_waiting_ones",),
     ),
     (
         r"vnc-use resume \S+ --fleet \S+ --vnc \S+",
@@ -314,8 +331,13 @@ def test_the_front_page_is_short_and_its_links_land() -> None:
         assert path.is_file(), link
         if anchor:
             assert anchor in _anchors(path), link
-    (image,) = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
-    assert (ROOT / image).is_file() and (ROOT / image).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    images = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
+    assert images == [
+        "docs/images/report.png",
+        "docs/images/console.png",
+    ]  # the report, the console
+    for image in images:
+        assert (ROOT / image).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_every_page_is_in_the_nav() -> None:

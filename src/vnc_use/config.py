@@ -36,6 +36,8 @@ variable                     what it sets
                              password, like ``PGPASSWORD``, is a secret never written)
 ``VNC_USE_MCP_TOKEN``        the bearer token ``vnc-use mcp --transport http`` requires (else
                              it makes one and prints it once)
+``VNC_USE_CONSOLE_TOKEN``    the login token of ``vnc-use console`` (else a random one per
+                             start, in the URL it prints)
 ===========================  ================================================================
 """
 
@@ -48,6 +50,7 @@ from urllib.parse import unquote, urlsplit
 
 __all__ = [
     "API_VERSION_VARIABLE",
+    "CONSOLE_TOKEN_VARIABLE",
     "DATABASE_URL_VARIABLE",
     "DESKTOP_DIR_VARIABLE",
     "MCP_TOKEN_VARIABLE",
@@ -56,6 +59,7 @@ __all__ = [
     "anthropic_api_key",
     "anthropic_base_url",
     "child_environment",
+    "console_token",
     "database_url",
     "desktop_state_dir",
     "environment_with",
@@ -94,6 +98,9 @@ DATABASE_URL_VARIABLE = "VNC_USE_DATABASE_URL"
 MCP_TOKEN_VARIABLE = "VNC_USE_MCP_TOKEN"
 """The bearer token the MCP server's HTTP transport requires (a secret: never recorded)."""
 
+CONSOLE_TOKEN_VARIABLE = "VNC_USE_CONSOLE_TOKEN"
+"""The web console's login token (a secret: never recorded)."""
+
 SECRET_PREFIX = "VNC_USE_SECRET_"
 """``--sensitive NAME`` reads its value from ``VNC_USE_SECRET_<NAME>``."""
 
@@ -107,6 +114,7 @@ _SECRET_VARIABLES = (
     "PGPASSWORD",  # libpq's own: the database password when the URL holds none
     "RDP_PASSWORD",
     MCP_TOKEN_VARIABLE,
+    CONSOLE_TOKEN_VARIABLE,
 )
 
 
@@ -209,6 +217,12 @@ def rdp_state_dir() -> Path:
 def mcp_token() -> str | None:
     """``VNC_USE_MCP_TOKEN``, stripped: the bearer token of ``vnc-use mcp --transport http``."""
     token = _get(MCP_TOKEN_VARIABLE)
+    return token.strip() if token else None
+
+
+def console_token() -> str | None:
+    """``VNC_USE_CONSOLE_TOKEN``, stripped: the login token of ``vnc-use console``."""
+    token = _get(CONSOLE_TOKEN_VARIABLE)
     return token.strip() if token else None
 
 

@@ -31,6 +31,7 @@ from vnc_use.desktops.local import (
 )
 from vnc_use.desktops.settle import SettlePolicy
 from vnc_use.desktops.vnc import VNCController
+from vnc_use.desktops.xkeymap import XKeymap, plan_rounds, xvnc_display
 from vnc_use.errors import VncAuthError
 from vnc_use.testing.gemini_standin import FunctionCallSpec, GeminiStandIn, Reply
 from vnc_use.testing.probe import ProbeLog
@@ -123,6 +124,17 @@ def test_the_first_settled_frame_of_a_connection_is_whole(managed: Managed) -> N
         with VNCController(connect_timeout=5).connect(managed.server, creds.password) as vnc:
             frame, _ = vnc.settled_frame(SettlePolicy())
             assert frame.tobytes() == vnc.screenshot().tobytes()
+
+
+def test_typing_on_it_finds_its_keymap_and_spare_keys(managed: Managed) -> None:
+    """Text in other scripts (issue 38): a connection to the local desktop finds its Xvnc's
+    display and keymap, whose spare keycodes it maps characters onto before typing."""
+    display = str(managed.state["display"])
+    assert xvnc_display("127.0.0.1", int(str(managed.state["port"]))) == display
+    keymap = XKeymap.open(display)
+    assert keymap is not None
+    rounds = plan_rounds("Съешь же ещё этих мягких французских булок", keymap.mapping())
+    assert len(rounds) >= 2 and all(0 < len(r.assign) <= 19 for r in rounds)
 
 
 def test_listens_on_loopback_only(managed: Managed) -> None:

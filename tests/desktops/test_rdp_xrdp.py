@@ -155,7 +155,9 @@ def test_credentials_for_xrdp_are_refused_before_connecting(
 def test_no_local_user_or_host_name_reaches_the_login_screen(
     desk: XrdpDesktop, gemini: GeminiStandIn, tmp_path: Path
 ) -> None:
-    """Without credentials the server gets an empty user name and the client name vnc-use."""
+    """Without credentials the server gets an empty user name and the client name vnc-use;
+    without --rdp-paste-text the session's clipboard is left as it was (no redirection)."""
+    desk.server.set_clipboard("the user's own ✓")
     gemini.script(Reply.text("Nothing to do."))
     xrdp_log = desk.server.xrdp_log
     before = xrdp_log.read_text(errors="replace")
@@ -169,13 +171,15 @@ def test_no_local_user_or_host_name_reaches_the_login_screen(
     assert names and all(line.rstrip().endswith(": vnc-use") for line in names), names
     local = (pwd.getpwuid(os.getuid()).pw_name, socket.gethostname())
     assert not any(name in line for line in supplied + names for name in local)
+    assert desk.server.clipboard() == "the user's own ✓"
 
 
 def test_paste_text_puts_unicode_on_xrdp_and_restores_the_clipboard(
     desk: XrdpDesktop, gemini: GeminiStandIn, tmp_path: Path
 ) -> None:
     """--rdp-paste-text: text beyond US ASCII arrives exactly through the RDP clipboard, the
-    step says it was pasted, and the remote clipboard holds what it held before the paste.
+    step's record and the function response the model gets say it was pasted, and the remote
+    clipboard holds what it held before the paste.
 
     The session's clipboard is set and read while the run's bridge is connected (when the
     model is asked): FreeRDP 2 claims the remote clipboard when it connects with clipboard
@@ -204,4 +208,6 @@ def test_paste_text_puts_unicode_on_xrdp_and_restores_the_clipboard(
     actions = [json.loads(e) for e in events if '"action"' in e]
     typed = [a for a in actions if a.get("name") == "type_text_at"]
     assert typed and "pasted" in (typed[0].get("note") or "") and not typed[0].get("error")
+    told = gemini.function_responses(gemini.requests[-1])[-1]["response"]
+    assert "pasted through the clipboard" in told["note"] and "not typed" in told["note"], told
     assert run.alive_children() == []

@@ -102,6 +102,18 @@ def test_wayvnc_without_auth_offers_none_and_types_exactly(open_wayland: Wayland
     assert lines[before] == text
 
 
+def test_wayvnc_refuses_characters_beyond_ascii_in_one_line(open_wayland: WaylandDesktop) -> None:
+    """wayvnc drops a character its keyboard layout lacks ("Failed to look up keyboard symbol"
+    in its log, issue 38): vnc-use refuses such text before any key, naming the characters."""
+    before = len(open_wayland.typed_lines())
+    with VNCController(timeout=10.0, connect_timeout=5.0).connect(open_wayland.server) as vnc:
+        with pytest.raises(ValueError, match=r"cannot type 'ü' 'ß' on this VNC server: wayvnc"):
+            vnc.type_text("Grüße", press_enter=True)
+        vnc.type_text("after the refusal", press_enter=True)
+        lines = open_wayland.wait_typed(before + 1)
+    assert lines[before:] == ["after the refusal"]
+
+
 def test_wayvnc_with_auth_offers_vencrypt_x509plain_only(auth_wayland: WaylandDesktop) -> None:
     sock, greeting, types = _connect(auth_wayland.server)
     with sock:

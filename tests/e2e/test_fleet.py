@@ -28,7 +28,7 @@ from vnc_use.testing.postgres import PostgresServer
 
 from cli_tools import CLI, run_cli
 from desktop_fixtures import Probe
-from fleet_tools import PASSWORD, WorkerProcess, probe_desktops
+from fleet_tools import PASSWORD, Host, WorkerProcess, probe_desktops
 from fleet_tools import answered as _answered
 from fleet_tools import fleet_status as _status
 from fleet_tools import presses as _presses
@@ -72,16 +72,20 @@ def _settled_status(url: str, free: set[str], seconds: float = 30) -> dict[str, 
         time.sleep(0.2)
 
 
-def _busy_on(url: str, worker_id: str) -> list[int]:
-    """The runs (numbers) whose legs ``worker_id`` drives now, read from the fleet's table."""
+def _running_on(url: str, worker_id: str) -> list[int]:
+    """The runs (numbers) whose legs ``worker_id`` drives now, from the fleet's runs table (a
+    leg pins its run there before it drives it; the worker's desktops map waits for its next
+    heartbeat)."""
     from vnc_use.fleet.db import FleetDb
 
     db = FleetDb(url, application_name="fleet test")
     try:
-        row = next(w for w in db.workers() if w["worker_id"] == worker_id)
+        rows = db.runs(limit=1000)
     finally:
         db.close()
-    return sorted(int(str(t)[1:]) for t in row["desktops"].values() if t)
+    return sorted(
+        int(r.thread_id[1:]) for r in rows if r.worker_id == worker_id and r.status == "running"
+    )
 
 
 def _finish_times(procs: list[subprocess.Popen[str]], timeout: float) -> dict[int, float]:
@@ -109,10 +113,10 @@ def test_a_fleet_of_two_workers_survives_one_killed_and_waits_for_people(
         return Reply.calls(FunctionCallSpec("click_at", x=points[done][0], y=points[done][1]))
 
     gemini.script(script)
-    # the workers share a runs folder (the screenshots a recovered leg reads); the submitters
-    # share nothing with them but the database
-    a = WorkerProcess("A", probes[:2], pg.url, tmp_path / "fleet-runs")
-    b = WorkerProcess("B", probes[2:], pg.url, tmp_path / "fleet-runs")
+    # each worker a host of its own (HOME, working folder, runs folder, TMPDIR): a recovered
+    # leg fetches the run's history from the database; the submitters share nothing either
+    a = WorkerProcess("A", probes[:2], pg.url, tmp_path / "hosts")
+    b = WorkerProcess("B", probes[2:], pg.url, tmp_path / "hosts")
     submitters: list[subprocess.Popen[str]] = []
     try:
         assert a.ready.wait(90) and b.ready.wait(90), "".join(a.lines + b.lines)
@@ -145,7 +149,7 @@ def test_a_fleet_of_two_workers_survives_one_killed_and_waits_for_people(
                 [p.poll() for p in submitters],
             )
             time.sleep(0.02)
-        on_b = _busy_on(pg.url, "B")  # the runs whose legs B drives as it dies
+        on_b = _running_on(pg.url, "B")  # the runs whose legs B drives as it dies
         b.proc.send_signal(signal.SIGKILL)
         b.proc.wait(10)
         killed_at = time.monotonic()
@@ -191,12 +195,17 @@ def test_a_fleet_of_two_workers_survives_one_killed_and_waits_for_people(
         rows = [json.loads(line) for line in listed.stdout.splitlines()]
         assert {r["thread_id"]: r["status"] for r in rows} == {f"r{n}": "done" for n in range(8)}
         report = run_cli(
-            ["report", "--fleet", pg.url, "r0", "--out", str(submit_dir / "r0.html")], env=env
+            ["report", "--fleet", pg.url, "r0", "--out", str(submit_dir / "r0.html")],
+            env=env,
+            cwd=submit_dir,
         )
-        assert report.returncode == 0 and (submit_dir / "r0.html").read_text().startswith("<")
+        assert report.returncode == 0, report.stdout + report.stderr
+        page = (submit_dir / "r0.html").read_text()
+        assert page.startswith("<") and page.count('src="data:image/png;base64,') >= 3
         # a fleet run's run.json: the keys of every run.json, kind fleet, the settings given
         for run in (0, 6):
-            saved = json.loads((tmp_path / "fleet-runs" / f"r{run}" / "run.json").read_text())
+            path = next((tmp_path / "hosts").rglob(f"r{run}/run.json"))
+            saved = json.loads(path.read_text())
             assert set(saved) == set(RECORD_KEYS) and saved["kind"] == "fleet", saved
             assert saved["confirm_actions"] == (["click_at"] if run == 6 else [])
             assert saved["hitl_mode"] is (run == 6)
@@ -219,7 +228,6 @@ def test_eval_fleet_runs_the_builtin_suite_over_two_workers_one_killed(
 ) -> None:
     """``eval --suite builtin --fleet``: two workers of two local desktops each; B is killed
     mid-suite; its tasks start again from their setup on A; results complete, oracle 100 %."""
-    from vnc_use.desktops.local import LocalDesktop
     from vnc_use.evaluation.tasks import load_tasks, suite_path
     from vnc_use.fleet.db import FleetDb
 
@@ -227,17 +235,18 @@ def test_eval_fleet_runs_the_builtin_suite_over_two_workers_one_killed(
 
     suite = load_tasks(suite_path("builtin")).tasks
     gemini.script(oracle(suite))
-    runs = tmp_path / "fleet-runs"
+    hosts = {name: Host.named(tmp_path / "hosts", name) for name in ("EA", "EB")}
     workers = []
     logs = {name: (tmp_path / f"{name}.log").open("w") for name in ("EA", "EB")}
-    for name in ("EA", "EB"):
-        argv = [*CLI, "worker", "--database", pg.url, "--worker-id", name, "--runs-dir", str(runs)]
-        argv += ["--desktops", "2", "--label", "eval"]
-        env = {**os.environ, "VNC_PASSWORD": PASSWORD}
+    for name, host in hosts.items():  # each a host of its own: nothing shared but the DB
+        argv = [*CLI, "worker", "--database", pg.url, "--worker-id", name]
+        argv += ["--runs-dir", str(host.runs), "--desktops", "2", "--label", "eval"]
+        env = {**host.env(), "VNC_PASSWORD": PASSWORD}
         workers.append(
             subprocess.Popen(
                 argv,
                 env=env,
+                cwd=host.work,
                 stdin=subprocess.DEVNULL,
                 stdout=logs[name],
                 stderr=subprocess.STDOUT,
@@ -298,8 +307,8 @@ def test_eval_fleet_runs_the_builtin_suite_over_two_workers_one_killed(
                     proc.kill()
                     proc.wait(10)
         # the killed worker's local desktops outlived it: stop them
-        for folder in (runs / ".fleet-desktops").glob("*/desktop-*"):
-            LocalDesktop(folder).down()
+        for host in hosts.values():
+            host.down_local_desktops()
 
 
 def test_fleet_usage_problems_are_one_line(tmp_path: Path) -> None:
@@ -358,7 +367,7 @@ def test_a_worker_told_to_stop_hands_its_leg_to_the_next_worker(
         return Reply.text("clicked after the hand-over")
 
     gemini.script(script)
-    runs = tmp_path / "fleet-runs"
+    runs = tmp_path / "hosts"  # each worker a host of its own: nothing shared but the DB
     first = WorkerProcess("C", probes[:1], pg.url, runs)
     second: WorkerProcess | None = None
     env = {k: v for k, v in os.environ.items() if k != "GOOGLE_API_KEY"}
@@ -388,6 +397,19 @@ def test_a_worker_told_to_stop_hands_its_leg_to_the_next_worker(
         assert submitter.returncode == 0, out + err
         assert "answer: clicked after the hand-over" in out and "on worker D" in out
         assert _presses(probes, point) == 1
+        # the report from a third folder: both legs' video, each whole from its own host
+        third = Host.named(runs, "third")
+        env = {**third.env(env), "VNC_USE_DATABASE_URL": ""}
+        report = run_cli(["report", "--fleet", pg.url, "drain"], env=env, cwd=third.work)
+        assert report.returncode == 0, report.stdout + report.stderr
+        folder = third.work / "runs" / "drain"
+        segments = json.loads((folder / "video.json").read_text())["segments"]
+        assert [s["file"] for s in segments] == ["video.mp4", "video-2.mp4"], segments
+        for segment, worker in zip(segments, (first, second), strict=True):
+            made = worker.host.runs / "drain" / segment["file"]
+            assert (folder / segment["file"]).read_bytes() == made.read_bytes()
+        page = (folder / "report.html").read_text()
+        assert '"src": "video.mp4"' in page and '"src": "video-2.mp4"' in page
     finally:
         drained.set()
         if submitter is not None and submitter.poll() is None:

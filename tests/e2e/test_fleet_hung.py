@@ -154,7 +154,7 @@ def test_a_hung_worker_is_fenced_its_leg_goes_on_once_and_it_exits_when_it_wakes
         return Reply.text("clicked twice")
 
     gemini.script(script)
-    runs = tmp_path / "fleet-runs"
+    runs = tmp_path / "hosts"  # each worker a host of its own: nothing shared but the DB
     b = workers["HB"] = WorkerProcess("HB", probes[:1], pg.url, runs)
     a: WorkerProcess | None = None
     submitter = None
@@ -219,7 +219,7 @@ def test_workers_of_one_and_two_desktops_share_a_label_one_leg_per_desktop(
         return Reply.text(f"clicked for m{run}")
 
     gemini.script(script)
-    runs = tmp_path / "fleet-runs"
+    runs = tmp_path / "hosts"  # each worker a host of its own: nothing shared but the DB
     extra = ("--label", "mixed")
     workers = [
         WorkerProcess("MS", probes[:1], pg.url, runs, extra),

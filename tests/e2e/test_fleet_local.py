@@ -30,7 +30,7 @@ from vnc_use.testing.postgres import PostgresServer
 
 from cli_tools import CLI, run_cli
 from desktop_fixtures import Probe, start_probe
-from fleet_tools import FleetWorker, answered, fleet_status, presses
+from fleet_tools import FleetWorker, Host, answered, fleet_status, presses
 
 pytestmark = pytest.mark.desktop
 
@@ -59,13 +59,11 @@ def _fleet_runs(url: str, env: dict[str, str]) -> dict[str, dict[str, Any]]:
     return {r["thread_id"]: r for r in rows}
 
 
-def _down_local_desktops(runs: Path) -> None:
+def _down_local_desktops(hosts: Path) -> None:
     """The killed worker's local desktop outlives it: stop its processes by the PIDs its
-    state file records."""
-    from vnc_use.desktops.local import LocalDesktop
-
-    for folder in (runs / ".fleet-desktops").glob("*/desktop-*"):
-        LocalDesktop(folder).down()
+    state file records (on every host)."""
+    for root in hosts.glob("*"):
+        Host(root).down_local_desktops()
 
 
 def test_a_run_whose_local_desktop_died_ends_error_and_resumes_on_another_desktop(
@@ -84,7 +82,7 @@ def test_a_run_whose_local_desktop_died_ends_error_and_resumes_on_another_deskto
         return Reply.calls(FunctionCallSpec("click_at", x=POINTS[done][0], y=POINTS[done][1]))
 
     gemini.script(script)
-    runs = tmp_path / "fleet-runs"  # the workers' (the screenshots a later leg reads)
+    runs = tmp_path / "hosts"  # a folder of its own for each worker: nothing shared but the DB
     b = FleetWorker("B", ["--desktops", "1"], pg.url, runs, PASSWORD)
     a: FleetWorker | None = None
     env = {k: v for k, v in os.environ.items() if k not in ("VNC_PASSWORD", "GOOGLE_API_KEY")}
@@ -128,8 +126,9 @@ def test_a_run_whose_local_desktop_died_ends_error_and_resumes_on_another_deskto
         local = run_cli([*local_argv, "--runs-dir", elsewhere], env=env)
         assert local.returncode == 2, local.stdout + local.stderr
         assert local.stderr.strip() == (
-            f"vnc-use: run {TID} is a fleet run (its run folder is on the workers): continue "
-            f"it through the fleet: vnc-use resume {TID} --fleet URL --vnc {probe.desktop.server}"
+            f"vnc-use: run {TID} is a fleet run (the fleet keeps its history and outcome): "
+            f"continue it through the fleet: vnc-use resume {TID} --fleet URL --vnc "
+            f"{probe.desktop.server}"
         )
 
         resumed = run_cli(
@@ -309,7 +308,7 @@ def test_approvals_of_a_local_desktop_run_go_to_its_worker(
         return Reply.text(f"clicked for {tid}")
 
     gemini.script(script)
-    runs = tmp_path / "fleet-runs"
+    runs = tmp_path / "hosts"
     env = {k: v for k, v in os.environ.items() if k not in ("VNC_PASSWORD", "GOOGLE_API_KEY")}
     env["VNC_USE_DATABASE_URL"] = ""
     b = FleetWorker("B", ["--desktops", "1"], url, runs, PASSWORD)
@@ -414,9 +413,10 @@ def test_the_fleet_executor_stops_a_run_between_steps_and_its_eval_runner_runs_a
         try:
             assert held.wait(90), ("the leg never asked the model again", a.output)
             FleetExecutor(pg.url).stop("stop1")
-            events = runs / "stop1" / "events.jsonl"
             deadline = time.monotonic() + 60
-            while "stop_requested" not in (events.read_text() if events.exists() else ""):
+            while not any(  # the worker's runs folder (a host's cache of the run)
+                "stop_requested" in path.read_text() for path in runs.rglob("stop1/events.jsonl")
+            ):
                 assert time.monotonic() < deadline, ("the leg never saw the stop", a.output)
                 time.sleep(0.1)
         finally:

@@ -35,6 +35,7 @@ from vnc_use.testing.x11vnc import X11vncDesktop
 
 from cli_tools import CLI, run_cli
 from desktop_fixtures import Probe, start_probe
+from fleet_tools import Host
 from rdp_tools import call_at, files_containing, one_line
 
 pytestmark = pytest.mark.desktop
@@ -78,16 +79,20 @@ def _env(tmp_path: Path, name: str, **extra: str) -> dict[str, str]:
 
 
 class Worker:
-    """A ``vnc-use worker`` process; its output lines are read as they come."""
+    """A ``vnc-use worker`` process on a host of its own under ``hosts`` (its HOME, working
+    folder, runs folder, TMPDIR); its output lines are read as they come."""
 
-    def __init__(self, name: str, args: list[str], url: str, runs: Path, env: dict[str, str]):
+    def __init__(self, name: str, args: list[str], url: str, hosts: Path, env: dict[str, str]):
+        self.host = Host.named(hosts, name)
+        runs = self.host.runs
         argv = [*CLI, "worker", "--database", url, "--worker-id", name, "--runs-dir", str(runs)]
         self.name = name
         self.lines: list[str] = []
         self.ready = threading.Event()
         self.proc = subprocess.Popen(
             [*argv, *args],
-            env=env,
+            env=self.host.env(env),
+            cwd=self.host.work,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -161,6 +166,11 @@ def _rows(url: str) -> str:
     try:
         rows = db._all("SELECT * FROM vnc_use_fleet_workers")
         rows += db._all("SELECT * FROM vnc_use_fleet_runs")
+        rows += db._all("SELECT line FROM vnc_use_fleet_events")  # the run folders' content
+        rows += [
+            {"data": bytes(r["data"]).decode("utf-8", "replace")}
+            for r in db._all("SELECT data FROM vnc_use_fleet_blobs")
+        ]
     finally:
         db.close()
     return json.dumps(rows, default=str)
@@ -214,7 +224,7 @@ def test_a_worker_owns_an_rdp_host_and_another_goes_on_when_it_dies(
         return Reply.text("Clicked the canvas.")
 
     gemini.script(script)
-    runs = tmp_path / "fleet-runs"  # the workers share it; the submitters share nothing
+    runs = tmp_path / "hosts"  # a host of its own for each worker: nothing shared but the DB
     db_password = urlsplit(pg.url).password or ""
     assert db_password
     owner_args = ["--rdp", rdp.address, "--rdp-user", USER, "--rdp-size", f"{WIDTH}x{HEIGHT}"]
@@ -243,7 +253,7 @@ def test_a_worker_owns_an_rdp_host_and_another_goes_on_when_it_dies(
         listed = run_cli(["runs", "--fleet", "env", "--json"], env=submit_env)
         row = next(json.loads(r) for r in listed.stdout.splitlines() if '"r1"' in r)
         assert (row["desktop"], row["desktop_kind"], row["worker"]) == (pin, "rdp", "R1")
-        saved = json.loads((runs / "r1" / "run.json").read_text())
+        saved = json.loads((owner.host.runs / "r1" / "run.json").read_text())
         assert saved["vnc_server"] == f"{pin} (via FreeRDP)" and saved["rdp"]["nla"] is True
         # the RDP session ends between legs (the server restarts): the next leg gets a new
         # bridge from the worker
@@ -335,7 +345,7 @@ def test_a_wrong_rdp_password_stops_the_worker_at_its_start_in_one_line(
         "good",
         ["--rdp", rdp.address, "--rdp-user", USER],
         pg.url,
-        tmp_path / "runs",
+        tmp_path / "hosts",
         _env(tmp_path, "good", RDP_PASSWORD=PASSWORD),
     )
     try:

@@ -1,17 +1,23 @@
-"""Fleet tests' shared parts: a ``vnc-use worker`` as a separate process, the Gemini
-stand-in's view of a request, the probe's presses at a grid point, the fleet's status, the
-PostgreSQL sessions a process holds."""
+"""Fleet tests' shared parts: a ``vnc-use worker`` as a separate process on a host of its own
+(:class:`Host`: its own HOME, working folder, runs folder and TMPDIR; nothing shared with the
+other workers but the database), the Gemini stand-in's view of a request, the probe's presses
+at a grid point, the fleet's status, the PostgreSQL sessions a process holds."""
 
 from __future__ import annotations
 
+import atexit
+import hashlib
 import json
 import math
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +31,7 @@ from desktop_fixtures import Probe, start_probe
 __all__ = [
     "PASSWORD",
     "FleetWorker",
+    "Host",
     "WorkerProcess",
     "answered",
     "fleet_status",
@@ -56,6 +63,58 @@ def probe_desktops(
             desk.stop()
 
 
+@dataclass(frozen=True)
+class Host:
+    """A machine of the fleet, as far as a worker can tell: its own HOME, working folder,
+    runs folder and temporary folder under ``root`` (``<hosts>/<name>``)."""
+
+    root: Path
+
+    @classmethod
+    def named(cls, hosts: Path, name: str) -> Host:
+        host = cls(hosts / name)
+        for folder in (host.home, host.work, host.runs, host.tmp):
+            folder.mkdir(parents=True, exist_ok=True)
+        atexit.register(shutil.rmtree, host.tmp, ignore_errors=True)
+        return host
+
+    @property
+    def home(self) -> Path:
+        return self.root / "home"
+
+    @property
+    def work(self) -> Path:
+        return self.root / "work"
+
+    @property
+    def runs(self) -> Path:
+        return self.root / "runs"
+
+    @property
+    def tmp(self) -> Path:
+        """Its TMPDIR: short, in the machine's temporary folder (a Unix socket's path, e.g.
+        Chromium's, must fit 107 bytes; pytest's folders are long), gone when the tests end."""
+        digest = hashlib.sha1(str(self.root).encode()).hexdigest()[:12]
+        return Path(tempfile.gettempdir()) / f"vnc-use-host-{digest}"
+
+    def env(self, base: dict[str, str] | None = None) -> dict[str, str]:
+        """``base`` (default: this process's environment) as this host's: HOME, TMPDIR, no
+        XDG folder or runs folder of the test's machine."""
+        env = dict(os.environ if base is None else base)
+        for name in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME"):
+            env.pop(name, None)
+        env.pop("VNC_USE_RUNS_DIR", None)
+        env.update(HOME=str(self.home), TMPDIR=str(self.tmp))
+        return env
+
+    def down_local_desktops(self) -> None:
+        """Stop the local desktops a worker of this host started (a killed one leaves them)."""
+        from vnc_use.desktops.local import LocalDesktop
+
+        for folder in (self.runs / ".fleet-desktops").glob("*/desktop-*"):
+            LocalDesktop(folder).down()
+
+
 def answered(body: dict[str, Any]) -> int:
     """How many function calls the request answers (the actions the run has done)."""
     parts = [p for c in body.get("contents", []) for p in c.get("parts", [])]
@@ -76,14 +135,23 @@ def presses(probes: list[Probe], grid: tuple[int, int]) -> int:
 
 class FleetWorker:
     """``vnc-use worker --worker-id NAME`` with ``desktops`` (its desktop options, e.g.
-    ``["--desktops", "1"]`` or ``["--vnc", ADDR]``); its output in ``lines``, ``ready`` set
-    once it says it takes legs."""
+    ``["--desktops", "1"]`` or ``["--vnc", ADDR]``) on a host of its own under ``hosts``
+    (:class:`Host`: ``hosts/NAME``; its runs folder is ``self.host.runs``), started in its
+    working folder; its output in ``lines``, ``ready`` set once it says it takes legs."""
 
     def __init__(
-        self, name: str, desktops: list[str], url: str, runs: Path, vnc_password: str
+        self,
+        name: str,
+        desktops: list[str],
+        url: str,
+        hosts: Path,
+        vnc_password: str,
+        env: dict[str, str] | None = None,
     ) -> None:
+        self.host = Host.named(hosts, name)
+        runs = self.host.runs
         argv = [*CLI, "worker", "--database", url, "--worker-id", name, "--runs-dir", str(runs)]
-        env = {**os.environ, "VNC_PASSWORD": vnc_password}
+        env = {**self.host.env(env), "VNC_PASSWORD": vnc_password}
         env.pop("VNC_USE_DATABASE_URL", None)
         self.name = name
         self.lines: list[str] = []
@@ -91,6 +159,7 @@ class FleetWorker:
         self.proc = subprocess.Popen(
             [*argv, *desktops],
             env=env,
+            cwd=self.host.work,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -131,13 +200,14 @@ class FleetWorker:
 
 
 class WorkerProcess(FleetWorker):
-    """A worker over the probes' desktops (``--vnc``), with the probes' password."""
+    """A worker over the probes' desktops (``--vnc``), with the probes' password, on a host of
+    its own under ``hosts``."""
 
     def __init__(
-        self, name: str, desks: list[Probe], url: str, runs: Path, extra: tuple[str, ...] = ()
+        self, name: str, desks: list[Probe], url: str, hosts: Path, extra: tuple[str, ...] = ()
     ) -> None:
         servers = [p.desktop.server for p in desks]
-        super().__init__(name, ["--vnc", *servers, *extra], url, runs, PASSWORD)
+        super().__init__(name, ["--vnc", *servers, *extra], url, hosts, PASSWORD)
 
 
 def fleet_status(url: str) -> dict[str, Any]:

@@ -120,6 +120,8 @@ class _Result:
     report seeks the run's video there: the click's ring is on that frame)."""
     stall_note: str | None = None
     """Stall detection's note to the model (the first stall), sent with the result."""
+    model_note: str | None = None
+    """What else the model is told about how the action was done (a paste, not typing)."""
 
 
 def act(state: CUAState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
@@ -187,6 +189,11 @@ def _begin(ctx: AgentContext, state: CUAState) -> _Call:
 
 PASTED_NOTE = "text pasted through the RDP clipboard (--rdp-paste-text), not typed"
 """The note of a step whose text went through the clipboard (see ``desktops.rdp_clipboard``)."""
+PASTED_MODEL_NOTE = (
+    "The text was pasted through the clipboard (Ctrl+V), not typed: this desktop's keyboard "
+    "link cannot type some of its characters."
+)
+"""What the function response of that step tells the model (every provider carries it)."""
 
 RESTART_NOTE_KEY = "vnc_use_note"
 """The key of the note added to a custom function's recorded result when a resumed run sends
@@ -235,7 +242,7 @@ def _run_action(ctx: AgentContext, c: _Call) -> _Result:
         pastes = getattr(ctx.desktop, "pastes", 0)
         result.pixels, result.error = _perform(ctx, c, action)
         if getattr(ctx.desktop, "pastes", 0) > pastes:
-            result.note = PASTED_NOTE
+            result.note, result.model_note = PASTED_NOTE, PASTED_MODEL_NOTE
     elif c.outcome is Outcome.DONE:
         result.note = "performed before the agent restarted; not repeated"
     elif c.outcome is Outcome.UNKNOWN:
@@ -275,7 +282,23 @@ def _perform(
     except VncError:
         raise  # the desktop is gone: infrastructure, ends the run (resumable)
     except (ValueError, TypeError) as exc:  # the model asked for something impossible
-        return {}, f"{type(exc).__name__}: {exc}"
+        return {}, _redact(f"{type(exc).__name__}: {exc}", action, ctx.secrets)
+
+
+def _redact(message: str, action: ValidatedAction, secrets: dict[str, str]) -> str:
+    """``message`` without the sensitive values the action's placeholders stood for, whole or
+    as the characters a refusal names (``cannot type 'ж' ...``): it goes to the model and
+    the run's records."""
+    used = [
+        value
+        for name, value in secrets.items()
+        if value and any(isinstance(v, str) and "{{" + name + "}}" in v for _, v in action.args)
+    ]
+    for value in used:
+        message = message.replace(value, "{{sensitive}}")
+        for ch in set(value):
+            message = message.replace(repr(ch), "'…'")
+    return message
 
 
 def _look(ctx: AgentContext, c: _Call, result: _Result) -> None:
@@ -418,8 +441,9 @@ def _call_result(c: _Call, result: _Result) -> FunctionResponseRecord:
         record["output"] = result.output
     elif result.error is not None:
         record["error"] = result.error
-    if result.stall_note:
-        record["note"] = result.stall_note
+    notes = [n for n in (result.model_note, result.stall_note) if n]
+    if notes:
+        record["note"] = " ".join(notes)
     return record
 
 

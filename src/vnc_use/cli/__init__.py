@@ -17,6 +17,7 @@ import traceback
 from collections.abc import Sequence
 
 from vnc_use.cli import calibrate as calibrate_commands
+from vnc_use.cli import console as console_commands
 from vnc_use.cli import desktop as desktop_commands
 from vnc_use.cli import eval as eval_commands
 from vnc_use.cli import fleet as fleet_commands
@@ -54,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     calibrate_commands.register(sub)
     worker_commands.register(sub)
     fleet_commands.register(sub)
+    console_commands.register(sub)
     return parser
 
 

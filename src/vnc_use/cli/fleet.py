@@ -16,13 +16,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vnc_use import config
+from vnc_use.cli import fleet_record
 from vnc_use.cli.common import EXIT_DONE, EXIT_ERROR
 from vnc_use.errors import ConfigError
 
 if TYPE_CHECKING:  # the spec pulls in LangGraph: imported when a command builds one
     from vnc_use.runs.spec import RunSpec
 
-__all__ = ["add_fleet_options", "fleet_url", "register", "report_command", "runs_command"]
+__all__ = ["add_fleet_options", "fleet_url", "register", "runs_command"]
 
 
 def add_fleet_options(p: argparse.ArgumentParser, *, run: bool = False) -> None:
@@ -100,25 +101,6 @@ def runs_command(args: argparse.Namespace) -> int:
     return EXIT_DONE
 
 
-def report_command(args: argparse.Namespace) -> int:
-    """``vnc-use report --fleet URL ID --out FILE``: the run's report from the database."""
-    from vnc_use.fleet.db import FleetDb
-
-    db = FleetDb(fleet_url(args.fleet), application_name="vnc-use fleet client")
-    try:
-        row = db.run(args.thread_id)
-    finally:
-        db.close()
-    if row is None:
-        raise ConfigError(f"no run {args.thread_id!r} in the fleet's database")
-    if not row.report:
-        raise ConfigError(f"run {args.thread_id!r} has no report yet ({row.status})")
-    out = Path(args.out or f"{args.thread_id}-report.html")
-    out.write_text(row.report, "utf-8")
-    print(f"report: {out}")
-    return EXIT_DONE
-
-
 def register(sub: Any) -> None:
     """Add ``fleet status``."""
     p = sub.add_parser("fleet", help="the fleet of workers sharing one PostgreSQL")
@@ -129,6 +111,20 @@ def register(sub: Any) -> None:
     add_fleet_options(s)
     s.add_argument("--json", action="store_true", help="one JSON object")
     s.set_defaults(func=status_command)
+    s = fleet_sub.add_parser(
+        "prune",
+        help="delete finished runs' screenshots, events and videos (never a run that can "
+        "still be resumed or approved)",
+    )
+    add_fleet_options(s)
+    s.add_argument(
+        "--older-than",
+        required=True,
+        metavar="DURATION",
+        type=fleet_record.parse_duration,
+        help="runs finished longer ago than this: 30d, 12h, 90m, 0 (every finished run)",
+    )
+    s.set_defaults(func=lambda a: fleet_record.prune_command(a, fleet_url(a.fleet)))
 
 
 def status_command(args: argparse.Namespace) -> int:

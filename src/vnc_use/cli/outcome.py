@@ -114,7 +114,8 @@ def print_outcome(result: RunResult, executor: Executor, args: argparse.Namespac
         if line:
             print(line)
     elif executor.kind == "fleet":  # no events came here: the outcome is the one line
-        print(json.dumps(_as_json(result), ensure_ascii=False))
+        kept = getattr(executor, "last_outcome", None) or _as_json(result)
+        print(json.dumps(kept, ensure_ascii=False))
     if result.status in ("error", "blocked") and result.error:
         print(f"vnc-use: {_with_resume(result, executor, args)}", file=sys.stderr)
     return exit_code(result)

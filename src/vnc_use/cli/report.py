@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 from typing import Any
 
 from vnc_use import config
+from vnc_use.cli import fleet_record
 from vnc_use.cli.common import EXIT_DONE, add_runs_dir
-from vnc_use.cli.fleet import add_fleet_options
-from vnc_use.cli.fleet import report_command as fleet_report
+from vnc_use.cli.fleet import add_fleet_options, fleet_url
 from vnc_use.cli.fleet import runs_command as fleet_runs
 from vnc_use.cli.progress import LineFormatter, plain
 from vnc_use.record import timefmt
@@ -38,7 +39,12 @@ def register(sub: Any) -> None:
         help=f"also print the run's video ({VIDEO_NAME}, then one file per resumed leg); the "
         "report plays it above the steps",
     )
-    p.add_argument("--out", default=None, metavar="FILE", help="with --fleet: where to write it")
+    p.add_argument(
+        "--out",
+        default=None,
+        metavar="FILE",
+        help="with --fleet: also write the report as this one file, screenshots and video inside",
+    )
     add_fleet_options(p)
     add_runs_dir(p)
     p.set_defaults(func=report_command)
@@ -59,6 +65,7 @@ def register(sub: Any) -> None:
     p = sub.add_parser("show", help="print a run's transcript")
     p.add_argument("thread_id", metavar="ID")
     p.add_argument("--json", action="store_true", help="its events, one JSON object per line")
+    add_fleet_options(p)
     add_runs_dir(p)
     p.set_defaults(func=show_command)
 
@@ -71,7 +78,7 @@ def _redactor() -> Redactor:
 def report_command(args: argparse.Namespace) -> int:
     """Write ``report.html`` (and ``report.gif``) for a run; print their paths."""
     if args.fleet:
-        return fleet_report(args)
+        return fleet_record.report_command(args, fleet_url(args.fleet))
     folder = run_folder(args.runs_dir, args.thread_id)
     redact = _redactor()
     print(f"report: {write_report(folder, redact=redact, embed=args.embed)}")
@@ -147,8 +154,15 @@ def _cost(s: RunSummary) -> str:
 
 
 def show_command(args: argparse.Namespace) -> int:
-    """Print one run's transcript: its steps, decisions, errors and outcome."""
-    folder = run_folder(args.runs_dir, args.thread_id)
+    """Print one run's transcript: its steps, decisions, errors and outcome (a fleet's run:
+    from the fleet's database)."""
+    if args.fleet:
+        url = fleet_url(args.fleet)
+        return fleet_record.show_command(args, url, lambda f: _show(f, args, fleet=True))
+    return _show(run_folder(args.runs_dir, args.thread_id), args)
+
+
+def _show(folder: Path, args: argparse.Namespace, fleet: bool = False) -> int:
     redact = _redactor()
     events = [redact(e) for e in read_events(folder)]
     if args.json:
@@ -165,9 +179,11 @@ def show_command(args: argparse.Namespace) -> int:
         _print_outcome(summary, redact)
     paused = next((e for e in reversed(events) if e.get("event") in _ENDS), None)
     if summary and summary.status == "awaiting_approval" and paused:
-        _print_pending(paused.get("pending_call") or {}, args.thread_id)
+        _print_pending(paused.get("pending_call") or {}, args.thread_id, fleet)
     report = folder / REPORT_NAME
-    if report.exists():
+    if fleet:
+        print(f"report: vnc-use report --fleet URL {args.thread_id}")
+    elif report.exists():
         print(f"report: {report}")
     return EXIT_DONE
 
@@ -188,9 +204,10 @@ def _print_outcome(summary: RunSummary, redact: Redactor) -> None:
         print(f"error: {redact(summary.error)}")
 
 
-def _print_pending(pending: dict[str, Any], thread_id: str) -> None:
+def _print_pending(pending: dict[str, Any], thread_id: str, fleet: bool = False) -> None:
     """The call waiting for approval, and how to answer it."""
     print(f"waiting for approval of {pending.get('name')}: {pending.get('explanation', '')}")
     if pending.get("error"):
         print(f"  the call is invalid and will not run even if approved: {pending['error']}")
-    print(f"  approve: vnc-use approve {thread_id}   deny: vnc-use deny {thread_id}")
+    tid = f"--fleet URL {thread_id}" if fleet else thread_id
+    print(f"  approve: vnc-use approve {tid}   deny: vnc-use deny {tid}")

@@ -348,7 +348,14 @@ def _elsewhere(args: argparse.Namespace) -> Any:
 
         url = fleet_commands.fleet_url(args.fleet)
         moved = getattr(args, "vnc", None) if args.command != "run" else None
-        return FleetExecutor(url, label=getattr(args, "label", None), desktop=moved)
+        quiet = getattr(args, "json", False) or getattr(args, "quiet", False)
+        return FleetExecutor(
+            url,
+            label=getattr(args, "label", None),
+            desktop=moved,
+            on_event=None if quiet else progress.for_args(args),
+            on_notice=lambda line: print(line, flush=True),
+        )
     return None
 
 
@@ -459,8 +466,8 @@ def _planner(args: argparse.Namespace, spec: RunSpec, saved: dict[str, Any] | No
 
 
 def _refuse_fleet_run(args: argparse.Namespace) -> None:
-    """A fleet's run is continued through the fleet (its run folder, whose screenshots the
-    model's history needs, is on the workers; the fleet records its outcome): one line."""
+    """A fleet's run is continued through the fleet (a worker fetches its history from the
+    fleet's tables, and the fleet records its outcome): one line."""
     from vnc_use.fleet.db import fleet_has_run
     from vnc_use.store.postgres import is_postgres_url
 
@@ -468,7 +475,7 @@ def _refuse_fleet_run(args: argparse.Namespace) -> None:
     if url and is_postgres_url(url) and fleet_has_run(url, args.thread_id):
         where = f" --vnc {args.vnc}" if getattr(args, "vnc", None) else ""
         raise ConfigError(
-            f"run {args.thread_id} is a fleet run (its run folder is on the workers): "
+            f"run {args.thread_id} is a fleet run (the fleet keeps its history and outcome): "
             f"continue it through the fleet: vnc-use {args.command} {args.thread_id} --fleet URL"
             f"{where}"
         )

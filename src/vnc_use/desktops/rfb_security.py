@@ -41,6 +41,7 @@ __all__ = [
     "no_usable_type_message",
     "plain_credentials",
     "security_name",
+    "vnc_auth_response",
 ]
 
 NONE, VNC_AUTH, TIGHT, TLS, VENCRYPT, APPLE_DH = 1, 2, 16, 18, 19, 30
@@ -415,3 +416,14 @@ def apple_dh_decrypt(modulus: bytes, server_private: int, response: bytes) -> tu
         return field.split(b"\0", 1)[0].decode("utf-8", "replace")
 
     return text(plain[:APPLE_CREDENTIAL_FIELD]), text(plain[APPLE_CREDENTIAL_FIELD:])
+
+
+def vnc_auth_response(password: str, challenge: bytes) -> bytes:
+    """The answer to a VncAuth (type 2) challenge: the 16 bytes DES-encrypted with the
+    password's first 8 bytes, each byte's bits reversed (RFB's own key order)."""
+    from cryptography.hazmat.decrepit.ciphers.algorithms import TripleDES
+
+    raw = password.encode("latin-1", errors="replace")[:8].ljust(8, b"\0")
+    key = bytes(int(f"{b:08b}"[::-1], 2) for b in raw)
+    encryptor = Cipher(TripleDES(key * 3), modes.ECB()).encryptor()
+    return encryptor.update(challenge[:16]) + encryptor.finalize()

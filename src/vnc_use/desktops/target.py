@@ -43,6 +43,7 @@ __all__ = [
     "ReachedDesktop",
     "managed_password",
     "reach",
+    "view_password",
 ]
 
 DEFAULT_VNC_SERVER = "localhost::5901"
@@ -202,6 +203,12 @@ def managed_password(server: str | None) -> str | None:
     from vnc_use.desktops.rdp_kept import KeptRdpBridge
 
     return LocalDesktop().password_for(server) or KeptRdpBridge().password_for(server)
+
+
+def view_password(server: str) -> str | None:
+    """The view-only password of the managed desktop or the kept RDP bridge at ``server``
+    (None: it is neither)."""
+    return _view_password(server) if managed_password(server) else None
 
 
 def _view_password(server: str, state_dir: str | None = None) -> str | None:

@@ -13,8 +13,10 @@ fenced (:meth:`FleetDb.fence`): every session it opened (named ``vnc-use worker 
 its first leg started and that desktop's kind (:data:`DESKTOP_KINDS`: a ``local`` desktop is
 reachable only by the worker that started it, the run's ``worker_id``), the worker of its last
 leg, its status, its last
-:class:`~vnc_use.agent.state.RunResult` and its report (HTML), so the machine that asks gets
-them without sharing a folder with the workers.
+:class:`~vnc_use.agent.state.RunResult` (the machine that asks gets it without sharing a
+folder with the workers) and when ``fleet prune`` deleted its folder's content. The run
+folders' content itself (screenshots, record, events, video) is in :mod:`vnc_use.fleet.blobs`;
+the ``report`` column of earlier versions is no longer written.
 """
 
 from __future__ import annotations
@@ -70,6 +72,8 @@ _SCHEMA = (
     " created TIMESTAMPTZ NOT NULL DEFAULT now(), updated TIMESTAMPTZ NOT NULL DEFAULT now())",
     # added after the first release: a fleet database made before upgrades in place
     f"ALTER TABLE {RUNS} ADD COLUMN IF NOT EXISTS desktop_kind TEXT",
+    # when `fleet prune` deleted the run's screenshots, events and video (vnc_use.fleet.blobs)
+    f"ALTER TABLE {RUNS} ADD COLUMN IF NOT EXISTS pruned TIMESTAMPTZ",
 )
 
 

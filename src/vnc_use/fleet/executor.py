@@ -11,7 +11,8 @@ worker's leg watches between steps.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -65,10 +66,24 @@ class FleetExecutor:
 
     kind = "fleet"
 
-    def __init__(self, url: str, *, label: str | None = None, desktop: str | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        label: str | None = None,
+        desktop: str | None = None,
+        on_event: Callable[[dict[str, Any]], None] | None = None,
+        on_notice: Callable[[str], None] | None = None,
+    ) -> None:
         from vnc_use.fleet.submit import DEFAULT_LABEL
 
         self.url = url
+        self.on_event = on_event
+        """Told the run's events as the worker records them in the database (progress)."""
+        self.on_notice = on_notice
+        """Told one line when the leg waits (no live worker of its label, a busy desktop)."""
+        self.last_outcome: dict[str, Any] = {}
+        """The last leg's outcome as the fleet keeps it (its worker too)."""
         self.label = label or DEFAULT_LABEL
         self.desktop = None
         """A VNC ``HOST::PORT`` a later leg moves the run to (None: where it is)."""
@@ -99,8 +114,14 @@ class FleetExecutor:
 
         return Submitter(self.url)
 
-    def _outcome(self, fleet: Submitter, workflow: str) -> RunResult:
-        return self._result_of(fleet.wait(workflow))
+    def _outcome(self, fleet: Submitter, workflow: str, seen: int = 0) -> RunResult:
+        """The leg's outcome; meanwhile its waiting line and the run's events."""
+        if self.on_event is not None and self.on_notice is not None:
+            waiting = fleet.waiting_line(workflow)
+            if waiting:
+                self.on_notice(waiting)
+        self.last_outcome = _wait_showing(fleet, workflow, seen, self.on_event)
+        return self._result_of(self.last_outcome)
 
     def _result_of(self, found: Mapping[str, Any]) -> RunResult:
         from vnc_use.agent.state import RunResult
@@ -139,14 +160,16 @@ class FleetExecutor:
         spec: RunSpec | None = None,
     ) -> RunResult:
         with self._submitter() as fleet:
-            return self._outcome(fleet, fleet.answer(thread_id, decision, self._moved()))
+            seen = fleet.event_count(thread_id)
+            return self._outcome(fleet, fleet.answer(thread_id, decision, self._moved()), seen)
 
     def resume(
         self, thread_id: str, *, spec: RunSpec | None = None, max_cost: float | None = None
     ) -> RunResult:
         with self._submitter() as fleet:
+            seen = fleet.event_count(thread_id)
             workflow = fleet.answer(thread_id, "resume", self._moved(), max_cost=max_cost)
-            return self._outcome(fleet, workflow)
+            return self._outcome(fleet, workflow, seen)
 
     def _moved(self) -> str | None:
         return self.desktop
@@ -193,7 +216,7 @@ class FleetExecutor:
         return f" on worker {worker}" if worker else ""
 
     def report_line(self, result: RunResult) -> str | None:
-        return f"report: vnc-use report --fleet URL {result.thread_id} --out FILE"
+        return f"report: vnc-use report --fleet URL {result.thread_id}"
 
     def close(self) -> None:
         """Nothing stays open between verbs."""
@@ -207,3 +230,37 @@ def _status(value: Any) -> RunStatus:
         if value in ("queued", "running"):
             return RunStatus.RUNNING
         raise ConfigError(f"the fleet reports an unknown status {value!r}") from None
+
+
+PROGRESS_SECONDS = 0.5
+"""How often a leg's waiter looks for the run's new events."""
+
+
+def _wait_showing(
+    fleet: Submitter, workflow: str, seen: int, show: Callable[[dict[str, Any]], None] | None
+) -> dict[str, Any]:
+    """The leg's outcome; meanwhile the run's events (``show``), from those the worker
+    records in the database, as a run here shows them."""
+    found: dict[str, Any] = {}
+    failed: list[BaseException] = []
+
+    def wait() -> None:
+        try:
+            found.update(fleet.wait(workflow))
+        except BaseException as exc:  # re-raised in the caller's thread
+            failed.append(exc)
+
+    waiter = threading.Thread(target=wait, daemon=True, name="fleet-wait")
+    waiter.start()
+    tid = fleet.thread_id or ""
+    while True:
+        waiter.join(PROGRESS_SECONDS)
+        if show is not None:
+            for event in fleet.events(tid, seen):
+                seen += 1
+                show(event)
+        if not waiter.is_alive():
+            break
+    if failed:
+        raise failed[0]
+    return found

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 from vnc_use import config
 from vnc_use.agent.state import RunResult
 from vnc_use.errors import ConfigError
-from vnc_use.record.report import REPORT_NAME
 from vnc_use.runs.agent import VncUseAgent
 from vnc_use.runs.open import sensitive_values
 from vnc_use.runs.spec import RunSpec
@@ -26,6 +25,7 @@ from vnc_use.status import RunStatus
 
 if TYPE_CHECKING:
     from vnc_use.desktops.target import DesktopTarget, ReachedDesktop
+    from vnc_use.record.folder import FolderStore
 
 __all__ = ["LegRequest", "drive_leg", "result_json"]
 
@@ -45,6 +45,7 @@ class LegRequest:
         database: str,
         *,
         rdp: tuple[DesktopTarget, ReachedDesktop] | None = None,
+        store: FolderStore | None = None,
     ) -> None:
         self.thread_id = str(payload["thread_id"])
         self.action = str(payload.get("action", "run"))
@@ -58,6 +59,9 @@ class LegRequest:
         self.database = database
         self.rdp = rdp
         """An RDP host's target and the bridge to it (``server`` is the bridge's)."""
+        self.store = store
+        """Where the run folder's content also goes (the fleet's database), and where a
+        screenshot the folder lacks comes from: the folder is this host's cache."""
 
 
 def _agent(req: LegRequest) -> VncUseAgent:
@@ -90,6 +94,7 @@ def drive_leg(req: LegRequest, running: Callable[[VncUseAgent | None], None]) ->
     """Run the leg to its end or pause; ``running`` is told the agent (to stop it on a
     drain) and None when it is done."""
     with _agent(req) as agent:
+        agent.folder_store = req.store
         running(agent)
         try:
             snap = agent.graph.get_state({"configurable": {"thread_id": req.thread_id}})
@@ -111,12 +116,3 @@ def result_json(result: RunResult) -> dict[str, Any]:
     data["status"] = RunStatus(result.status).value
     data.pop("transcript", None)  # the report has it
     return data
-
-
-def report_of(runs_dir: Path, thread_id: str) -> str | None:
-    """The run's report (HTML with its screenshots inside), if it wrote one."""
-    path = runs_dir / thread_id / REPORT_NAME
-    try:
-        return path.read_text("utf-8")
-    except OSError:
-        return None

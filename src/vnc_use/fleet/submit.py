@@ -10,11 +10,13 @@ workers but the database.
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any
 
 from vnc_use.errors import ConfigError
-from vnc_use.fleet.db import FleetDb, RunRow
+from vnc_use.fleet.blobs import RunStore
+from vnc_use.fleet.db import DEAD_AFTER, FleetDb, RunRow
 from vnc_use.fleet.queue import Enqueuer
 from vnc_use.fleet.route import leg_worker
 from vnc_use.record.folder import check_thread_id
@@ -32,6 +34,11 @@ class Submitter:
     def __init__(self, url: str) -> None:
         self.db = FleetDb(url, application_name="vnc-use fleet client")
         self.enqueuer = Enqueuer(url)
+        self.store = RunStore(url, conn=self.db.conn)
+        self.thread_id: str | None = None
+        """The run of the last leg enqueued."""
+        self._queue: tuple[str, str | None] = (DEFAULT_LABEL, None)
+        """The label and the worker (None: the label's queue) of the last leg enqueued."""
 
     def close(self) -> None:
         self.enqueuer.destroy()
@@ -53,6 +60,7 @@ class Submitter:
             raise ConfigError(str(exc)) from None
         if not self.db.create_run(tid, label, task, spec):
             raise ConfigError(f"run {tid!r} already exists in the fleet: give another --thread-id")
+        self.thread_id, self._queue = tid, (label, None)
         return self.enqueuer.enqueue(
             label, f"{tid}-leg1", {"thread_id": tid, "action": "run", "task": task}
         )
@@ -80,6 +88,7 @@ class Submitter:
             row = self.run(thread_id)
         worker = leg_worker(self.db, row)
         number = self.db.next_leg(thread_id, "queued")
+        self.thread_id, self._queue = thread_id, (row.label, worker)
         payload = {"thread_id": thread_id, "action": action}
         return self.enqueuer.enqueue(row.label, f"{thread_id}-leg{number}", payload, worker)
 
@@ -88,6 +97,45 @@ class Submitter:
         if row is None:
             raise ConfigError(f"no run {thread_id!r} in the fleet's database")
         return row
+
+    def waiting_line(self, workflow_id: str) -> str | None:
+        """One line when the leg just enqueued waits on a label no live worker takes from
+        (None: one does, or the leg went to a live worker's own queue)."""
+        label, worker = self._queue
+        if worker is not None:
+            return None
+        alive = [
+            w
+            for w in self.db.workers()
+            if w["state"] == "alive"
+            and label in (w["labels"] or [])
+            and w["age"] <= DEAD_AFTER
+            and not self.db.worker_lock_free(str(w["worker_id"]))
+        ]
+        if alive:
+            return None
+        legs = self.enqueuer.pending(label)
+        ids = [str(x["workflow_id"]) for x in legs if x["status"] == "ENQUEUED"]
+        ahead = ids.index(workflow_id) if workflow_id in ids else len(ids)
+        return (
+            f"queued: no worker is alive for label {label} ({ahead} "
+            f"{'run' if ahead == 1 else 'runs'} ahead of it); it starts when one is "
+            "(vnc-use worker --label " + label + ")"
+        )
+
+    def event_count(self, thread_id: str) -> int:
+        """How many events the run has recorded so far."""
+        return self.store.event_count(thread_id)
+
+    def events(self, thread_id: str, since: int) -> list[dict[str, Any]]:
+        """The run's events after the first ``since``, as the workers recorded them."""
+        found = []
+        for line in self.store.events(thread_id, since):
+            try:
+                found.append(json.loads(line))
+            except ValueError:
+                continue
+        return found
 
     def wait(self, workflow_id: str) -> dict[str, Any]:
         """The outcome of the leg (following its hand-backs: a draining worker's, a worker's

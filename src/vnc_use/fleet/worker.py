@@ -45,9 +45,10 @@ from typing import Any, Protocol
 from vnc_use.desktops.target import DesktopTarget
 from vnc_use.errors import ConfigError, VncUseError
 from vnc_use.fleet import queue
+from vnc_use.fleet.blobs import RunStore
 from vnc_use.fleet.db import DEAD_AFTER, FleetDb, RunRow, worker_tag
 from vnc_use.fleet.desktops import Desk, DesktopPool, NoFreeDesktop, reach_leg
-from vnc_use.fleet.leg import LegRequest, drive_leg, report_of, result_json
+from vnc_use.fleet.leg import LegRequest, drive_leg, result_json
 from vnc_use.fleet.route import leg_worker
 from vnc_use.status import RunStatus
 
@@ -121,6 +122,7 @@ class Worker:
             self.pool.add_local(root, o.desktop_size)
         with self.db.setup_lock():  # one worker at a time: LangGraph's migrations race
             _set_up_storage(o.database, o.runs_dir)
+            RunStore(o.database).close()  # the run folders' tables (fleet.blobs)
         self.db.register_worker(o.worker_id, o.labels, self.pool.snapshot(), socket.gethostname())
         queue.launch_worker(o.database, o.worker_id, o.labels, len(self.pool.desks), self.leg)
         with self.db.setup_lock():  # one at a time: a bigger worker's count is never undone
@@ -313,29 +315,44 @@ class Worker:
         kind = desk.kind if desk is not None else str(row.kind)
         try:
             db.pin(tid, server, kind, self.options.worker_id)
-            result = self._drive(payload, row, desk, server)
+            result = self._drive(payload, row, desk, server, db)
         finally:
             if desk is not None:
                 self.pool.give_back(desk)
-        db.finish_leg(tid, result["status"], result, report_of(self.options.runs_dir, tid))
+        db.finish_leg(tid, result["status"], result, None)  # the asker builds the report
         if result["status"] == RunStatus.INTERRUPTED.value and self.draining.is_set():
             return self._hand_back(payload, "resume")
         return {"worker": self.options.worker_id, **result}
 
     def _drive(
-        self, payload: dict[str, Any], row: RunRow, desk: Desk | None, server: str
+        self, payload: dict[str, Any], row: RunRow, desk: Desk | None, server: str, db: FleetDb
     ) -> dict[str, Any]:
         """The leg on its desktop (``desk``, else ``server`` elsewhere: a VNC address, an RDP
         host through a bridge of ours); its result as JSON (a failure: one line, the run stays
         resumable)."""
         o, tid = self.options, row.thread_id
         try:
+            store = RunStore(o.database, conn=db.conn)  # on the leg's own session
+            # this host's run folder is a cache: what the run did on other hosts comes first
+            fetched = store.fetch_run(o.runs_dir, tid)
+            if fetched.files:
+                log.info("run %s: fetched %d files (%d bytes)", tid, fetched.files, fetched.bytes)
             with reach_leg(desk, server, o.rdp_settings, o.runs_dir / tid, o.worker_id) as at:
                 rdp = (at.target, at.reached) if at.target and at.reached else None
                 request = LegRequest(
-                    payload, row.spec, at.server, at.password, o.runs_dir, o.database, rdp=rdp
+                    payload,
+                    row.spec,
+                    at.server,
+                    at.password,
+                    o.runs_dir,
+                    o.database,
+                    rdp=rdp,
+                    store=store,
                 )
-                return result_json(drive_leg(request, lambda a: self._running(tid, a)))
+                # the leg's video reaches the database as it grows, whole at the leg's end
+                with store.streaming_video(o.runs_dir / tid, tid):
+                    leg = drive_leg(request, lambda a: self._running(tid, a))
+                return result_json(leg)
         except VncUseError as exc:
             return {"status": "error", "thread_id": tid, "error": str(exc)}
         except Exception as exc:  # a bug: the run stays resumable, the asker sees one line

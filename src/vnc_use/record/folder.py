@@ -11,6 +11,10 @@ Layout of ``<runs_dir>/<thread_id>/``::
     model/0002-response.json    its response
 
 Nothing written here may contain a secret: every string passes through :class:`Redactor`.
+
+A folder may have a :class:`FolderStore` (a fleet's database): every screenshot, event and
+JSON file written is handed to it as it is written, and a screenshot the folder lacks (taken
+on another host) is fetched from it. The folder is then a cache of what the store holds.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +42,24 @@ _SECRET_KEY_NAMES = re.compile(
 _THREAD_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 EventListener = Callable[[dict[str, Any]], None]
+
+
+class FolderStore(Protocol):
+    """Where a run folder's content also lives (e.g. :mod:`vnc_use.fleet.blobs`): what the
+    folder writes is put there at once; a screenshot the folder lacks is fetched from it."""
+
+    def put_screenshot(self, thread_id: str, sha: str, png: bytes) -> None:
+        """Keep ``png`` (named by its ``sha``) as a screenshot of run ``thread_id``; raises
+        when it cannot (a run whose history cannot be kept must not go on)."""
+
+    def fetch_screenshot(self, sha: str) -> bytes | None:
+        """The PNG stored under ``sha`` (None: the store has none)."""
+
+    def put_event(self, thread_id: str, line: str) -> None:
+        """Keep one line of the run's ``events.jsonl``."""
+
+    def put_file(self, thread_id: str, relative: str, data: bytes) -> None:
+        """Keep a JSON file the folder wrote (``run.json``, ``steps/...``)."""
 
 
 def check_thread_id(thread_id: str) -> str:
@@ -136,8 +158,10 @@ class RunFolder:
         thread_id: str,
         *,
         secrets: Iterable[str | None] = (),
+        store: FolderStore | None = None,
     ) -> None:
         self.thread_id = check_thread_id(thread_id)
+        self.store = store
         self.path = Path(runs_dir) / thread_id
         self.redact = Redactor(secrets)
         self._listeners: list[EventListener] = []
@@ -158,6 +182,11 @@ class RunFolder:
         line = json.dumps(record, default=json_default, ensure_ascii=False)
         with self._lock, (self.path / "events.jsonl").open("a", encoding="utf-8") as fh:
             fh.write(line + "\n")
+            if self.store is not None:  # in the lock: the store keeps the folder's order
+                try:
+                    self.store.put_event(self.thread_id, line)
+                except Exception:  # the event is in the folder; the run goes on
+                    log.exception("could not store an event of run %s", self.thread_id)
         for listener in self._listeners:
             try:
                 listener(record)
@@ -180,7 +209,13 @@ class RunFolder:
         text = json.dumps(
             self.redact(strip_images(obj)), indent=1, default=json_default, ensure_ascii=False
         )
-        _atomic_write(path, text.encode("utf-8"))
+        data = text.encode("utf-8")
+        _atomic_write(path, data)
+        if self.store is not None:
+            try:
+                self.store.put_file(self.thread_id, relative, data)
+            except Exception:
+                log.exception("could not store %s of run %s", relative, self.thread_id)
         return path
 
     def update_json(self, relative: str, **fields: Any) -> Path:
@@ -210,6 +245,8 @@ class RunFolder:
         path = self.screenshot_path(sha)
         if not path.exists():
             _atomic_write(path, png)
+        if self.store is not None:  # before the step's checkpoint names it
+            self.store.put_screenshot(self.thread_id, sha, png)
         return sha
 
     def screenshot_path(self, sha: str) -> Path:
@@ -219,8 +256,17 @@ class RunFolder:
         return self.path / "screenshots" / f"{sha}.png"
 
     def load_screenshot(self, sha: str) -> bytes:
-        """The PNG bytes stored under ``sha``."""
-        return self.screenshot_path(sha).read_bytes()
+        """The PNG bytes stored under ``sha`` (fetched from the folder's store when the folder
+        lacks it: taken on another host)."""
+        path = self.screenshot_path(sha)
+        try:
+            return path.read_bytes()
+        except FileNotFoundError:
+            found = self.store.fetch_screenshot(sha) if self.store is not None else None
+            if found is None:
+                raise
+            _atomic_write(path, found)
+            return found
 
     def write_step(self, step: int, name: str, record: dict[str, Any], sha: str | None) -> None:
         """Keep the executed call of ``step`` and link its screenshot as ``steps/NNNN-name.png``."""

@@ -49,6 +49,10 @@ class RunSummary:
     """What its model calls cost so far (None: unknown, or a run of an older version)."""
     priced: bool = False
     """True when the run recorded its cost (runs of older versions did not)."""
+    provider: str | None = None
+    model: str | None = None
+    desktop: str | None = None
+    """The desktop its record names (a VNC address, an RDP server's label, a class name)."""
 
     @property
     def duration_s(self) -> float | None:
@@ -123,7 +127,22 @@ def summarize(run_dir: Path) -> RunSummary | None:
         source_thread=_source_thread(settings),
         cost_usd=float(cost) if isinstance(cost, (int, float)) else None,
         priced=priced,
+        provider=_text(settings.get("provider")),
+        model=_text(settings.get("model")),
+        desktop=_desktop_of(settings),
     )
+
+
+def _text(value: Any) -> str | None:
+    return str(value) if value else None
+
+
+def _desktop_of(settings: dict[str, Any]) -> str | None:
+    """The desktop a run's record names."""
+    rdp = settings.get("rdp")
+    if isinstance(rdp, dict) and rdp.get("label"):
+        return str(rdp["label"])
+    return _text(settings.get("desktop")) or _text(settings.get("vnc_server"))
 
 
 def _source_thread(settings: dict[str, Any]) -> str | None:

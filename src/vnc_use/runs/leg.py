@@ -66,7 +66,7 @@ from vnc_use.errors import (
 from vnc_use.providers.base import Planner
 from vnc_use.providers.pricing import price_for
 from vnc_use.record import run_record
-from vnc_use.record.folder import RunFolder, check_thread_id
+from vnc_use.record.folder import FolderStore, RunFolder, check_thread_id
 from vnc_use.record.report import write_report_safely
 from vnc_use.record.video import VideoRecorder
 from vnc_use.replay.compare import DEFAULT_TOLERANCE
@@ -330,6 +330,9 @@ class RunHost:
         self._recorder: VideoRecorder | None = None
         self.screen_size = screen_size
         self.on_event = on_event
+        #: Where the run folders' content also goes as it is written, and where a screenshot
+        #: a folder lacks is fetched from (a fleet's database; None: the folder alone).
+        self.folder_store: FolderStore | None = None
         if sensitive_text is None:
             sensitive_text = sensitive_values(spec.sensitive_names, missing=MISSING_SENSITIVE)
         self.sensitive_text = dict(sensitive_text)
@@ -639,7 +642,9 @@ class RunHost:
         return snap
 
     def _folder(self, thread_id: str) -> RunFolder:
-        return run_folder(self.runs_dir, thread_id, self._secrets(), self.on_event)
+        return run_folder(
+            self.runs_dir, thread_id, self._secrets(), self.on_event, self.folder_store
+        )
 
     def _secrets(self) -> list[str | None]:
         return [

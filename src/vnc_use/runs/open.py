@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # LangGraph loads when a run's storage or folder opens, not f
     from langgraph.checkpoint.base import BaseCheckpointSaver
 
     from vnc_use.providers.base import Planner
-    from vnc_use.record.folder import RunFolder
+    from vnc_use.record.folder import FolderStore, RunFolder
     from vnc_use.store.storage import Storage
 
 __all__ = [
@@ -78,15 +78,16 @@ def run_folder(
     thread_id: str,
     secrets: Iterable[str | None],
     on_event: Callable[[dict[str, Any]], None] | None = None,
+    store: FolderStore | None = None,
 ) -> RunFolder:
     """The run's folder, redacting ``secrets``, its events sent to ``on_event``, to the
     custom stream (clients of ``graph.stream(..., "custom")``) and to the report (written at
-    every pause and end)."""
+    every pause and end); what it writes also goes to ``store`` (a fleet's database)."""
     from vnc_use.agent.stream import to_custom_stream
     from vnc_use.record.folder import RunFolder
     from vnc_use.record.report import ReportOnRunEnd
 
-    folder = RunFolder(runs_dir, thread_id, secrets=list(secrets))
+    folder = RunFolder(runs_dir, thread_id, secrets=list(secrets), store=store)
     if on_event is not None:
         folder.add_listener(on_event)
     folder.add_listener(to_custom_stream)

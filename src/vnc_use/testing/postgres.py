@@ -138,7 +138,9 @@ class PostgresServer(Service):
         self.port = free_port()
         argv = [str(bin_dir / "postgres"), "-D", str(self.data_dir), "-p", str(self.port)]
         argv += ["-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories="]
-        argv += ["-c", f"fsync={'on' if self.fsync else 'off'}", "-c", "max_connections=50"]
+        # PostgreSQL's default: a fleet test's two workers (DBOS's pool, each leg's sessions)
+        # and eight submitters come near 50 under load
+        argv += ["-c", f"fsync={'on' if self.fsync else 'off'}", "-c", "max_connections=100"]
         logfile = self.tmpdir / "server.log"  # written by this process: root may own it
         with open(logfile, "ab") as log:
             self._proc = subprocess.Popen(

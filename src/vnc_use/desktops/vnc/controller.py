@@ -6,6 +6,7 @@ reactor thread and awaited with a deadline; see :mod:`vnc_use.desktops.vnc`).
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import logging
 import operator
 import struct
@@ -63,6 +64,14 @@ from vnc_use.desktops.vnc.keys import (
     to_vnc_keys,
 )
 from vnc_use.desktops.vnc.tap import TapChannel, exclusively
+from vnc_use.desktops.xkeymap import (
+    KeyRound,
+    RemoteKeys,
+    XKeymap,
+    needs_key,
+    plan_rounds,
+    xvnc_display,
+)
 from vnc_use.errors import (
     ConfigError,
     VncConnectionError,
@@ -92,6 +101,10 @@ INPUT_SETTLE = SettlePolicy(quiet=0.05, max_wait=0.5)
 #: How :meth:`VNCController.type_text` waits after a paste before pressing Return: the app
 #: inserts the text once it has fetched it through the RDP clipboard.
 PASTE_SETTLE = SettlePolicy(quiet=0.2, max_wait=2.0)
+#: How :meth:`VNCController.type_text` waits before it maps new characters onto keycodes it
+#: used earlier in the same text (:mod:`vnc_use.desktops.xkeymap`): the app must have taken
+#: the keys typed with them (a round trip, then the screen quiet).
+ROUND_SETTLE = SettlePolicy(quiet=0.15, max_wait=1.0)
 
 
 _BUTTONS = {"up": 4, "down": 5, "left": 6, "right": 7}
@@ -134,6 +147,9 @@ class VNCController:
         self._inflight: concurrent.futures.Future[Any] | None = None
         self._primed: set[int] = set()
         self._security: Security | None = None
+        self._xkeymap: XKeymap | None = None
+        self._assigned: dict[int, tuple[int, int]] = {}
+        self._remote_keys = RemoteKeys()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -172,6 +188,8 @@ class VNCController:
                 )
             self._factory, self._client, self._dead = factory, client, False
             self._primed = set()
+            self._remote_keys = RemoteKeys.for_server(getattr(client, "name", None))
+            self._xkeymap = self._find_keymap(host, port)
             self._security = factory.security or Security(NONE, "None", False)
             factory.on_lost = self._on_lost
             self._accept_framebuffer()
@@ -183,6 +201,14 @@ class VNCController:
                 self._security.describe(),
             )
             return self
+
+    def _find_keymap(self, host: str, port: int) -> XKeymap | None:
+        """The keymap of the Xvnc on this machine behind ``host:port`` (None: another server,
+        or a keyboard with limits: the RDP bridge's); see :mod:`vnc_use.desktops.xkeymap`."""
+        if self.keyboard is not None:
+            return None
+        display = xvnc_display(host, port)
+        return XKeymap.open(display) if display is not None else None
 
     def _attempt(
         self,
@@ -260,6 +286,7 @@ class VNCController:
     def disconnect(self) -> None:
         """Close the connection (idempotent); waits briefly for the server to see it."""
         with self._lock:
+            self._release_keys()
             factory, client = self._factory, self._client
             self._factory, self._client, self._dead = None, None, True
             if factory is None or client is None:
@@ -271,6 +298,16 @@ class VNCController:
                 if not factory.lost.wait(timeout=min(self._timeout, 5.0)):
                     self._abort(factory)
             log.info("disconnected from %s", self._server)
+
+    def _release_keys(self) -> None:
+        """Empty the spare keycodes this connection filled, once the app took its keys."""
+        assigned, self._assigned = self._assigned, {}
+        if self._xkeymap is None or not assigned:
+            return
+        if self._client is not None and not self._dead:
+            with contextlib.suppress(VncUseError, ValueError):
+                self.settle_input(ROUND_SETTLE)
+        self._xkeymap.release(assigned)
 
     def __enter__(self) -> VNCController:
         return self
@@ -517,6 +554,9 @@ class VNCController:
         if limits is not None and limits.scancodes and self._scancodes_ok():
             self._type_scancodes(limits, text, press_enter, clear_first)
             return
+        if limits is None:
+            self._type_any_script(text, press_enter, clear_first)
+            return
         events: list[tuple[int, bool]] = []
         if clear_first:
             ctrl, a, bsp = _keysym("ctrl"), _keysym("a"), _keysym("bsp")
@@ -530,6 +570,43 @@ class VNCController:
                 self.round_trip()
                 time.sleep(limits.repeat_gap)
             events += _text_events(part)
+        if press_enter:
+            ret = _keysym("enter")
+            events += [(ret, True), (ret, False)]
+        self._keys(events, "typing")
+
+    def _type_any_script(self, text: str, press_enter: bool, clear_first: bool) -> None:
+        """Type ``text`` exactly in any script, or refuse it before any key (one line naming
+        the characters): see :mod:`vnc_use.desktops.xkeymap`."""
+        keymap = self._xkeymap
+        if not any(needs_key(_keysym(ch)) for ch in text if ch not in "\r\n\t"):
+            rounds = [KeyRound(text, {}, frozenset())]  # ASCII: every keymap has it
+        elif keymap is None:
+            self._remote_keys.take(text)
+            rounds = [KeyRound(text, {}, frozenset())]
+        else:
+            try:
+                rounds = plan_rounds(text, keymap.mapping())
+            except OSError as exc:
+                raise VncUseError(f"cannot type on {self._target}: {exc}") from None
+        events: list[tuple[int, bool]] = []
+        if clear_first:
+            ctrl, a, bsp = _keysym("ctrl"), _keysym("a"), _keysym("bsp")
+            events += [(ctrl, True), (a, True), (a, False), (ctrl, False)]
+            events += [(bsp, True), (bsp, False)]
+        for i, part in enumerate(rounds):
+            if i:  # the app must have taken the keys typed with the keycodes about to change
+                self._keys(events, "typing")
+                events = []
+                self.settle_input(ROUND_SETTLE)
+            if part.assign and keymap is not None:
+                try:
+                    keymap.assign(part.assign)
+                except OSError as exc:
+                    raise VncUseError(f"cannot type on {self._target}: {exc}") from None
+                self._assigned.update(part.assign)
+                self._primed.update(k for pair in part.assign.values() for k in pair)
+            events += _text_events(part.text, shift=part.shifted)
         if press_enter:
             ret = _keysym("enter")
             events += [(ret, True), (ret, False)]

@@ -126,8 +126,10 @@ def _text_keysyms(text: str) -> list[int]:
 _SHIFT_L = 0xFFE1
 
 
-def _text_events(text: str) -> list[tuple[int, bool]]:
-    """Key events typing ``text`` as keysyms; an upper-case ASCII letter inside a Shift press.
+def _text_events(text: str, shift: frozenset[int] = frozenset()) -> list[tuple[int, bool]]:
+    """Key events typing ``text`` as keysyms; an upper-case ASCII letter (and each keysym in
+    ``shift``: the upper cases vnc-use mapped, see :mod:`vnc_use.desktops.xkeymap`) inside a
+    Shift press.
 
     TigerVNC's Xvnc makes an upper-case keysym sent without Shift by toggling Caps Lock
     around the key (measured, issue 30): the text arrives, but the X server's lock state flips
@@ -137,7 +139,7 @@ def _text_events(text: str) -> list[tuple[int, bool]]:
     events: list[tuple[int, bool]] = []
     for sym in _text_keysyms(text):
         press = [(sym, True), (sym, False)]
-        if ord("A") <= sym <= ord("Z"):
+        if ord("A") <= sym <= ord("Z") or sym in shift:
             press = [(_SHIFT_L, True), *press, (_SHIFT_L, False)]
         events += press
     return events

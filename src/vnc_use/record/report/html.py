@@ -6,7 +6,8 @@ and the intent), the screenshot after it, the model's text, the call and its res
 person's decision and the timings. Screenshots are referenced relative to the run folder (the
 page lives in it), or embedded as ``data:`` URIs with ``embed=True``. When the run was
 recorded, a player of its ``video.mp4`` sits above the steps (:mod:`.player`; the video is
-always a file beside the page).
+a file beside the page, or with ``embed_video=True`` inside it too: one file with everything,
+as ``report --fleet --out FILE`` writes it).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import base64
 import json
 import time
+from dataclasses import replace
 from html import escape
 
 from vnc_use.record import timefmt
@@ -33,7 +35,7 @@ from vnc_use.record.video import read_segments
 from vnc_use.status import RunStatus
 from vnc_use.version import __version__
 
-__all__ = ["STATUS_TEXT", "render_html"]
+__all__ = ["REPORT_CSS", "STATUS_TEXT", "render_html", "render_parts"]
 
 STATUS_TEXT: dict[str, str] = {
     RunStatus.DONE: "Done",
@@ -152,12 +154,18 @@ def _action_rows(st: StepView) -> list[tuple[str, str]]:
 class _Page:
     """Renders one :class:`RunView`."""
 
-    def __init__(self, view: RunView, embed: bool) -> None:
+    def __init__(self, view: RunView, embed: bool, embed_video: bool = False) -> None:
         self.view = view
         self.embed = embed
         self._data: dict[str, str] = {}
-        # the video stays a file beside the page: an embedded page (sent alone) has no player
-        self.video = [] if embed else read_segments(view.path)
+        # the video stays a file beside the page: an embedded page (sent alone) has no player,
+        # unless its segments go inside it too
+        self.video = [] if embed and not embed_video else read_segments(view.path)
+        if embed_video:
+            self.video = [
+                replace(s, file=_data_uri("video/mp4", (view.path / s.file).read_bytes()))
+                for s in self.video
+            ]
 
     def src(self, sha: str | None) -> str | None:
         path = self.view.screenshot(sha)
@@ -407,7 +415,8 @@ class _Page:
             f'<div class="shots">{expected}{actual}</div></section>'
         )
 
-    def render(self) -> str:
+    def main(self) -> str:
+        """The player (when the run was recorded) and the steps, notes and divergences."""
         v = self.view
         body = []
         index = 0
@@ -421,6 +430,10 @@ class _Page:
                 body.append(self.note(item))
         if not body:
             body.append('<div class="note">No steps yet.</div>')
+        return f"{player(v.steps, self.video, self.poster())}{''.join(body)}"
+
+    def render(self) -> str:
+        v = self.view
         settings = escape(json.dumps(v.settings, indent=1, ensure_ascii=False))
         written = timefmt.when(time.time(), zone=True)
         return (
@@ -429,7 +442,7 @@ class _Page:
             '<link rel="icon" href="data:,">'
             f"<title>vnc-use run {escape(v.thread_id)}: {escape(v.task[:80])}</title>"
             f"<style>{_CSS}{PLAYER_CSS}</style></head><body>{self.header()}"
-            f"<main>{player(v.steps, self.video, self.poster())}{''.join(body)}</main>"
+            f"<main>{self.main()}</main>"
             f"<footer><details><summary>Settings of the run</summary><pre>{settings}</pre>"
             f"</details><p>Written by vnc-use {escape(__version__)} at {escape(written)}"
             f" from <code>events.jsonl</code>.</p></footer></body></html>\n"
@@ -501,6 +514,26 @@ def _svg(m: Marker) -> str:
     )
 
 
-def render_html(view: RunView, *, embed: bool = False) -> str:
-    """The report page of a run (``embed=True`` puts the screenshots inside the page)."""
-    return _Page(view, embed).render()
+REPORT_CSS = _CSS + PLAYER_CSS
+"""The report's style sheet (the console's run page uses it too)."""
+
+
+def render_parts(view: RunView, *, video: bool = True) -> tuple[str, str]:
+    """The report's header and its main part (player, steps), for a page of its own (the
+    console's run page); screenshots and the video are referred to relative to the run
+    folder (``screenshots/<sha256>.png``, ``video.mp4``). ``video=False`` leaves the player
+    out (a run still recording)."""
+    page = _Page(view, embed=False)
+    if not video:
+        page.video = []
+    return page.header(), page.main()
+
+
+def render_html(view: RunView, *, embed: bool = False, embed_video: bool = False) -> str:
+    """The report page of a run (``embed=True`` puts the screenshots inside the page,
+    ``embed_video=True`` the video's segments)."""
+    return _Page(view, embed, embed_video).render()
+
+
+def _data_uri(mime: str, data: bytes) -> str:
+    return f"data:{mime};base64," + base64.b64encode(data).decode()

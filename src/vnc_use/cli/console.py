@@ -1,0 +1,171 @@
+"""``vnc-use console``: the web console on http://127.0.0.1:8765/ (see docs/console.md)."""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import socket
+import sys
+from typing import Any
+
+from vnc_use.cli.common import EXIT_DONE, add_runs_dir
+from vnc_use.cli.options import positive_usd
+from vnc_use.errors import ConfigError
+
+__all__ = ["register"]
+
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} must be at least 1")
+    return value
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "console",
+        help="the web console: start runs, watch them live, approve or deny, every run's history",
+        description="Serve the web console on http://127.0.0.1:PORT/ over the runs of --runs-dir. "
+        "It prints one URL with a login token (VNC_USE_CONSOLE_TOKEN, else a new one).",
+    )
+    p.add_argument(
+        "--port",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the port (default 8765, or a free one when it is taken)",
+    )
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="the address to listen on (default 127.0.0.1; another one is warned about)",
+    )
+    add_runs_dir(p)
+    p.add_argument(
+        "--vnc",
+        action="append",
+        default=[],
+        metavar="HOST::PORT",
+        help="a VNC desktop runs may be started on (repeat for more; its password: "
+        "VNC_PASSWORD in the console's environment)",
+    )
+    p.add_argument(
+        "--rdp",
+        action="append",
+        default=[],
+        metavar="HOST[:PORT]",
+        help="an RDP desktop runs may be started on (RDP_USERNAME, RDP_PASSWORD)",
+    )
+    p.add_argument(
+        "--local",
+        action="store_true",
+        help="offer the local desktop too (it is offered when no --vnc or --rdp is given)",
+    )
+    p.add_argument(
+        "--fleet", default=None, metavar="URL", help="the runs of a fleet (PostgreSQL URL)"
+    )
+    p.add_argument("--server", default=None, metavar="URL", help="the runs of a LangGraph Server")
+    p.add_argument("--provider", default=None, help="the form's default provider")
+    p.add_argument("--model", default=None, help="the form's default model")
+    p.add_argument(
+        "--step-limit",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="the form's default step limit",
+    )
+    p.add_argument(
+        "--max-cost",
+        type=positive_usd,
+        default=None,
+        metavar="USD",
+        help="the form's default cost cap",
+    )
+    p.add_argument(
+        "--confirm",
+        nargs="+",
+        default=[],
+        metavar="NAME",
+        help="the form's default actions that need approval",
+    )
+    p.set_defaults(func=command)
+
+
+def _listen(host: str, port: int | None) -> socket.socket:
+    """A listening socket on ``host``: ``port``, else 8765, else a free one."""
+    from vnc_use.console.serve import DEFAULT_PORT
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    for candidate in [port] if port is not None else [DEFAULT_PORT, 0]:
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, candidate))
+        except OSError as exc:
+            sock.close()
+            if port is None and exc.errno == errno.EADDRINUSE:
+                continue
+            raise ConfigError(
+                f"the console cannot listen on {host}:{candidate}: {exc.strerror}"
+            ) from None
+        sock.listen(128)
+        return sock
+    raise ConfigError(f"the console found no free port on {host}")
+
+
+def command(args: argparse.Namespace) -> int:
+    try:
+        import starlette  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError:
+        raise ConfigError(
+            "vnc-use console needs Starlette and uvicorn: pip install 'vnc-use[console]'"
+        ) from None
+    from vnc_use.console.serve import ConsoleOptions, make_console, serve
+
+    if args.server:
+        raise ConfigError(
+            "vnc-use console --server is not supported yet: run the console on the host whose "
+            "--runs-dir the runs write to, or over the fleet (--fleet URL)"
+        )
+    if args.fleet and (args.vnc or args.rdp or args.local):
+        raise ConfigError(
+            "vnc-use console --fleet cannot go with --vnc, --rdp or --local: the fleet's "
+            "workers own its desktops (the form offers their labels)"
+        )
+    spec: dict[str, Any] = {
+        "provider": args.provider,
+        "model": args.model,
+        "step_limit": args.step_limit,
+        "max_cost": args.max_cost,
+        "confirm_actions": list(args.confirm) or None,
+    }
+    options = ConsoleOptions(
+        runs_dir=args.runs_dir,
+        vnc=list(args.vnc),
+        rdp=list(args.rdp),
+        local=args.local,
+        spec={k: v for k, v in spec.items() if v is not None},
+        fleet=args.fleet,
+    )
+    console = make_console(options)
+    sock = _listen(args.host, args.port)
+    host, port = sock.getsockname()[:2]
+    if args.host not in _LOOPBACK:
+        print(
+            f"vnc-use: warning: the console listens on {args.host}, reachable from other "
+            "machines; anyone with its URL can start runs and approve actions (plain HTTP: "
+            "put it behind TLS)",
+            file=sys.stderr,
+        )
+    shown = f"[{host}]" if ":" in host else host
+    print(f"vnc-use console: http://{shown}:{port}/?token={console.token}", flush=True)
+    print("  (the token becomes a cookie; Ctrl-C stops the console, runs go on)", flush=True)
+    serve(console, sock)
+    return EXIT_DONE

@@ -1,0 +1,477 @@
+"""The console's ASGI app (Starlette): its pages, its JSON API and its files.
+
+================================  ===========================================================
+``GET /``                         the start form and the runs list (``?status=&offset=``)
+``GET /runs/{id}/``               a run's page; ``fragment`` (JSON: its header and steps now),
+                                  ``screenshots/<sha>.png``, ``video.mp4``, ``websockify``
+                                  (the live desktop, view only)
+``GET /api/runs``                 the runs, newest first (``status``, ``offset``, ``limit``)
+``POST /api/runs``                start a run (JSON, see :mod:`vnc_use.console.start`): 201
+``GET /api/runs/{id}``            one run
+``GET /api/runs/{id}/events``     its events as server-sent events
+``POST /api/runs/{id}/VERB``      ``approve``, ``deny`` (``{"reason": ...}``), ``stop``,
+                                  ``resume``: 202, or 409 when the run's state refuses it
+``GET /api/desktops``             the desktops a run can be started on
+================================  ===========================================================
+
+Errors are JSON, ``{"error": "one line"}``, with 400 (naming the field), 401 (no token: see
+:mod:`vnc_use.console.auth`), 404 or 409. Every answer passes through the redactor of the
+console's own secrets (model keys, desktop passwords) before it leaves.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import (
+    FileResponse,
+    HTMLResponse,
+    JSONResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
+from starlette.routing import Mount, Route, WebSocketRoute
+from starlette.staticfiles import StaticFiles
+from starlette.websockets import WebSocket
+
+from vnc_use.console import pages
+from vnc_use.console.auth import TokenGuard
+from vnc_use.console.events import tail
+from vnc_use.console.index import RunIndex
+from vnc_use.console.legs import Conflict, Legs
+from vnc_use.console.liveview import LiveTarget, relay
+from vnc_use.console.start import BadInput, Defaults, spec_from_body
+from vnc_use.record.folder import Redactor, check_thread_id
+from vnc_use.record.report.html import render_parts
+from vnc_use.record.report.model import load_run
+from vnc_use.record.runs import RunSummary
+from vnc_use.status import RunStatus
+
+if TYPE_CHECKING:
+    from vnc_use.console.fleet import FleetRuns
+
+__all__ = ["Console", "build_app"]
+
+STATIC = Path(__file__).with_name("static")
+_VERBS = ("approve", "deny", "stop", "resume")
+_RESUMABLE = frozenset(
+    {
+        RunStatus.INTERRUPTED.value,
+        RunStatus.ERROR.value,
+        RunStatus.STUCK.value,
+        RunStatus.COST_LIMIT.value,
+        "unfinished",
+    }
+)
+_GOING = frozenset({"running", "starting", "unfinished", RunStatus.AWAITING_APPROVAL.value})
+"""Statuses of a run that has not ended (the page shows no video yet)."""
+_NO_STORE = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
+
+
+@dataclass
+class Console:
+    """What the app serves: the runs folder, its defaults, the legs it started, its secrets."""
+
+    defaults: Defaults
+    token: str
+    secrets: list[str]
+    novnc_dir: Path | None = None
+    live_target: Callable[[RunSummary], LiveTarget | None] | None = None
+    fleet: str | None = None
+    """The fleet's database URL (``--fleet``): its table is the runs list."""
+
+    def __post_init__(self) -> None:
+        self.runs_dir = Path(self.defaults.runs_dir)
+        self.index: RunIndex | FleetRuns
+        if self.fleet:  # the fleet's modules (DBOS, psycopg) load only for a fleet
+            from vnc_use.console.fleet import FleetRuns
+
+            self.index = FleetRuns(self.fleet, self.runs_dir)
+        else:
+            self.index = RunIndex(self.runs_dir)
+        self.index.warm()
+        self.legs = Legs(self.runs_dir, fleet=self.fleet)
+        self.redact = Redactor([*self.secrets, self.token])
+
+    # -- what a run is now -------------------------------------------------------------------
+    def status(self, summary: RunSummary | None, thread_id: str) -> str:
+        if summary is None:
+            leg = self.legs.leg(thread_id)
+            return "error" if leg is not None and not leg.alive else "starting"
+        return self.legs.status(thread_id, summary.status)
+
+    def verbs(self, status: str, thread_id: str) -> list[str]:
+        """The verbs the page offers for a run in ``status``."""
+        if status == RunStatus.AWAITING_APPROVAL and not self.legs.running(thread_id):
+            return ["approve", "deny"]
+        if self.legs.running(thread_id):
+            return ["stop"]
+        if status in _RESUMABLE:
+            return ["resume"]
+        return []
+
+    def summary(self, thread_id: str) -> RunSummary | None:
+        try:
+            check_thread_id(thread_id)
+        except ValueError:
+            return None
+        return self.index.get(thread_id)
+
+    def fleet_report(self, thread_id: str) -> str | None:
+        """The report the fleet keeps of the run's last leg (None: none yet)."""
+        if isinstance(self.index, RunIndex):
+            return None
+        row = self.index.row(thread_id)
+        return row.report if row is not None else None
+
+    def known(self, thread_id: str) -> bool:
+        return self.legs.leg(thread_id) is not None or self.summary(thread_id) is not None
+
+    def run_json(self, thread_id: str) -> dict[str, Any]:
+        s = self.summary(thread_id)
+        status = self.status(s, thread_id)
+        out: dict[str, Any] = {
+            "thread_id": thread_id,
+            "status": status,
+            "url": f"/runs/{thread_id}/",
+            "verbs": self.verbs(status, thread_id),
+            "error": self.legs.leg_error(thread_id),
+        }
+        if s is not None:
+            out.update(_summary_json(s))
+            out["status"] = status
+            out["error"] = s.error or self.legs.leg_error(thread_id)
+        return dict(self.redact(out))
+
+
+def _summary_json(s: RunSummary) -> dict[str, Any]:
+    return {
+        "thread_id": s.thread_id,
+        "task": s.task,
+        "status": s.status,
+        "provider": s.provider,
+        "model": s.model,
+        "desktop": s.desktop,
+        "steps": s.steps,
+        "cost_usd": s.cost_usd,
+        "started": s.started,
+        "last_event": s.last_event,
+        "duration_s": s.duration_s,
+        "final_text": s.final_text,
+        "error": s.error,
+    }
+
+
+class _LegWatch:
+    """Tells an event stream when the run's leg in this console started or ended (the page's
+    controls change then, though the run folder may not)."""
+
+    def __init__(self, console: Console, thread_id: str) -> None:
+        self.console = console
+        self.thread_id = thread_id
+        self.leg = console.legs.leg(thread_id)
+        self.running = console.legs.running(thread_id)
+
+    def __call__(self) -> dict[str, Any] | None:
+        legs = self.console.legs
+        leg, running = legs.leg(self.thread_id), legs.running(self.thread_id)
+        if leg is self.leg and running == self.running:
+            return None
+        self.leg, self.running = leg, running
+        message: dict[str, Any] = {"event": "console", "leg": leg.verb if leg else None}
+        message["running"] = running
+        error = legs.leg_error(self.thread_id)
+        if error:
+            message["message"] = error
+        return message
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status, headers=_NO_STORE)
+
+
+def _int_param(request: Request, name: str, default: int, top: int) -> int:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise BadInput(name, f"must be a whole number, got {raw!r}") from None
+    if value < 0 or value > top:
+        raise BadInput(name, f"must be from 0 to {top}, got {value}")
+    return value
+
+
+Handler = Callable[[Any, Request], Awaitable[Response]]
+
+
+def _json_errors(handler: Handler) -> Handler:
+    async def wrapped(self: Any, request: Request) -> Response:
+        try:
+            return await handler(self, request)
+        except BadInput as exc:
+            return _error(400, str(exc))
+        except Conflict as exc:
+            return _error(409, str(exc))
+
+    return wrapped
+
+
+class _Routes:
+    """The console's pages and API, as methods over one :class:`Console`."""
+
+    def __init__(self, console: Console) -> None:
+        self.c = console
+
+    def redacted_html(self, text: str) -> HTMLResponse:
+        return HTMLResponse(self.c.redact.text(text), headers=_NO_STORE)
+
+    def list_page(self, request: Request) -> tuple[Any, str | None]:
+        status = request.query_params.get("status") or None
+        offset = _int_param(request, "offset", 0, 10**9)
+        limit = _int_param(request, "limit", 50, 500)
+        return self.c.index.page(status=status, offset=offset, limit=limit), status
+
+    def statuses(self, page: Any) -> dict[str, str]:
+        return {s.thread_id: self.c.status(s, s.thread_id) for s in page.runs}
+
+    @_json_errors
+    async def index(self, request: Request) -> Response:
+        page, status = self.list_page(request)
+        table = pages.runs_table(page, self.statuses(page), status)
+        return self.redacted_html(pages.runs_page(self.c.defaults, table))
+
+    @_json_errors
+    async def runs_fragment(self, request: Request) -> Response:
+        page, status = self.list_page(request)
+        return self.redacted_html(pages.runs_table(page, self.statuses(page), status))
+
+    async def run_redirect(self, request: Request) -> Response:
+        return RedirectResponse(f"/runs/{request.path_params['thread_id']}/", status_code=307)
+
+    def run_parts(self, thread_id: str) -> dict[str, Any]:
+        s = self.c.summary(thread_id)
+        status = self.c.status(s, thread_id)
+        ended = s is not None and not self.c.legs.running(thread_id) and status not in _GOING
+        if s is not None and (self.c.runs_dir / thread_id / "events.jsonl").exists():
+            view = load_run(self.c.runs_dir / thread_id, self.c.redact)
+            header, main = render_parts(view, video=ended)
+        elif s is not None:  # a fleet's run whose folder is on another host
+            header, main = pages.fleet_parts(s, self.c.fleet_report(thread_id))
+        else:
+            header = (
+                f"<header><h1>vnc-use run <code>{thread_id}</code></h1><p>starting</p></header>"
+            )
+            main = '<div class="note">No steps yet.</div>'
+        live = (
+            self.c.legs.running(thread_id)
+            and s is not None
+            and self.c.live_target is not None
+            and self.c.live_target(s) is not None
+        )
+        return {
+            "status": status,
+            "header": self.c.redact.text(header),
+            "main": self.c.redact.text(main),
+            "verbs": self.c.verbs(status, thread_id),
+            "live": bool(live),
+            "ended": bool(ended),
+        }
+
+    async def run_page(self, request: Request) -> Response:
+        thread_id = request.path_params["thread_id"]
+        if not self.c.known(thread_id):
+            return HTMLResponse("no such run", status_code=404, headers=_NO_STORE)
+        parts = self.run_parts(thread_id)
+        return self.redacted_html(
+            pages.run_page(
+                thread_id,
+                parts["status"],
+                parts["header"],
+                parts["main"],
+                parts["verbs"],
+                live=parts["live"],
+                ended=parts["ended"],
+                poll=self.c.fleet is not None,
+            )
+        )
+
+    async def run_fragment(self, request: Request) -> Response:
+        thread_id = request.path_params["thread_id"]
+        if not self.c.known(thread_id):
+            return _error(404, f"no run {thread_id!r} here")
+        return JSONResponse(self.run_parts(thread_id), headers=_NO_STORE)
+
+    async def screenshot(self, request: Request) -> Response:
+        thread_id, sha = request.path_params["thread_id"], request.path_params["sha"]
+        if self.c.summary(thread_id) is None or not _is_sha(sha):
+            return _error(404, "no such screenshot")
+        path = self.c.runs_dir / thread_id / "screenshots" / f"{sha}.png"
+        if not path.is_file():
+            return _error(404, "no such screenshot")
+        return FileResponse(path, media_type="image/png")
+
+    async def video(self, request: Request) -> Response:
+        thread_id, name = request.path_params["thread_id"], request.path_params["name"]
+        if self.c.summary(thread_id) is None or not _is_video_name(name):
+            return _error(404, "no such video")
+        path = self.c.runs_dir / thread_id / f"{name}.mp4"
+        if not path.is_file():
+            return _error(404, "no such video")
+        return FileResponse(path, media_type="video/mp4")
+
+    # -- the API -----------------------------------------------------------------------------
+    @_json_errors
+    async def api_runs(self, request: Request) -> Response:
+        page, _ = self.list_page(request)
+        body = {
+            "runs": [
+                {**_summary_json(s), "status": self.c.status(s, s.thread_id)} for s in page.runs
+            ],
+            "total": page.total,
+            "offset": page.offset,
+            "limit": page.limit,
+            "counts": page.counts,
+        }
+        return JSONResponse(self.c.redact(body), headers=_NO_STORE)
+
+    @_json_errors
+    async def api_start(self, request: Request) -> Response:
+        try:
+            body = await request.json()
+        except (ValueError, UnicodeDecodeError):
+            raise BadInput("body", "not JSON: send a JSON object with at least a task") from None
+        spec, task = spec_from_body(body, self.c.defaults)
+        thread_id = uuid.uuid4().hex[:12]
+        desk = self.c.defaults.desktop(body.get("desktop") if isinstance(body, dict) else None)
+        label = desk.name if desk.kind == "label" else None
+        self.c.legs.start(spec.to_json(), task, thread_id, label)
+        answer = {"thread_id": thread_id, "url": f"/runs/{thread_id}/", "status": "starting"}
+        return JSONResponse(answer, status_code=201, headers=_NO_STORE)
+
+    async def api_run(self, request: Request) -> Response:
+        thread_id = request.path_params["thread_id"]
+        if not self.c.known(thread_id):
+            return _error(404, f"no run {thread_id!r} here")
+        return JSONResponse(self.c.run_json(thread_id), headers=_NO_STORE)
+
+    async def api_events(self, request: Request) -> Response:
+        thread_id = request.path_params["thread_id"]
+        if not self.c.known(thread_id):
+            return _error(404, f"no run {thread_id!r} here")
+        last = request.headers.get("last-event-id") or request.query_params.get("after") or "0"
+        after = int(last) if last.isdigit() else 0
+        stream = tail(
+            self.c.runs_dir / thread_id,
+            self.c.redact,
+            after=after,
+            extra=_LegWatch(self.c, thread_id),
+        )
+        return StreamingResponse(
+            stream,
+            media_type="text/event-stream",
+            headers={**_NO_STORE, "X-Accel-Buffering": "no"},
+        )
+
+    @_json_errors
+    async def api_verb(self, request: Request) -> Response:
+        thread_id, verb = request.path_params["thread_id"], request.path_params["verb"]
+        if verb not in _VERBS:
+            return _error(404, f"no verb {verb!r}: use one of {', '.join(_VERBS)}")
+        s = self.c.summary(thread_id)
+        if s is None and self.c.legs.leg(thread_id) is None:
+            return _error(404, f"no run {thread_id!r} here")
+        reason = None
+        if verb == "deny":
+            raw = await request.body()
+            if raw.strip():
+                try:
+                    body = json.loads(raw)
+                except ValueError:
+                    raise BadInput("body", 'not JSON: send {} or {"reason": "..."}') from None
+                reason = body.get("reason") if isinstance(body, dict) else None
+                if reason is not None and not isinstance(reason, str):
+                    raise BadInput("reason", "must be text")
+        recorded = s.status if s is not None else "starting"
+        if verb in ("approve", "deny"):
+            self.c.legs.answer(thread_id, verb, recorded, reason)
+            message = f"{verb}d: the run goes on" if verb == "approve" else "denied"
+        elif verb == "stop":
+            self.c.legs.stop(thread_id, recorded)
+            message = "stopping at the next step boundary"
+        else:
+            self.c.legs.resume(thread_id, recorded)
+            message = "resuming"
+        return JSONResponse(
+            {"thread_id": thread_id, "verb": verb, "message": message},
+            status_code=202,
+            headers=_NO_STORE,
+        )
+
+    async def api_desktops(self, request: Request) -> Response:
+        return JSONResponse(
+            {"desktops": [d.to_json() for d in self.c.defaults.desktops]}, headers=_NO_STORE
+        )
+
+    async def websockify(self, websocket: WebSocket) -> None:
+        thread_id = websocket.path_params["thread_id"]
+        s = self.c.summary(thread_id)
+        target = (
+            self.c.live_target(s) if (s is not None and self.c.live_target is not None) else None
+        )
+        if target is None:
+            await websocket.close(code=4404)
+            return
+        await relay(websocket, target)
+
+    def app(self) -> Any:
+        """The routes behind the token guard."""
+        routes: list[Any] = [
+            Route("/", self.index),
+            Route("/fragments/runs", self.runs_fragment),
+            Route("/runs/{thread_id}", self.run_redirect),
+            Route("/runs/{thread_id}/", self.run_page),
+            Route("/runs/{thread_id}/fragment", self.run_fragment),
+            Route("/runs/{thread_id}/screenshots/{sha}.png", self.screenshot),
+            Route("/runs/{thread_id}/{name}.mp4", self.video),
+            WebSocketRoute("/runs/{thread_id}/websockify", self.websockify),
+            Route("/api/runs", self.api_runs, methods=["GET"]),
+            Route("/api/runs", self.api_start, methods=["POST"]),
+            Route("/api/runs/{thread_id}", self.api_run, methods=["GET"]),
+            Route("/api/runs/{thread_id}/events", self.api_events, methods=["GET"]),
+            Route("/api/runs/{thread_id}/{verb}", self.api_verb, methods=["POST"]),
+            Route("/api/desktops", self.api_desktops, methods=["GET"]),
+            Mount("/static", app=StaticFiles(directory=STATIC)),
+        ]
+        if self.c.novnc_dir is not None:
+            for root in ("core", "vendor"):
+                routes.append(
+                    Mount(f"/novnc/{root}", app=StaticFiles(directory=self.c.novnc_dir / root))
+                )
+        app = Starlette(routes=routes)
+        return TokenGuard(app, self.c.token)
+
+
+def build_app(console: Console) -> Any:
+    """The console's ASGI app, behind its token guard."""
+    return _Routes(console).app()
+
+
+def _is_sha(text: str) -> bool:
+    return len(text) == 64 and all(ch in "0123456789abcdef" for ch in text)
+
+
+def _is_video_name(name: str) -> bool:
+    if name == "video":
+        return True
+    head, _, number = name.partition("-")
+    return head == "video" and number.isdigit()

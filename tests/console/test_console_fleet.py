@@ -1,0 +1,112 @@
+"""The web console over a fleet (issue 41): ``vnc-use console --fleet URL`` with a worker of the
+fleet's test set-up (PostgreSQL, ``vnc-use worker`` over a probe desktop, the Gemini
+stand-in), driven in headless Chromium: a run started from the form goes to the worker, its
+pending click is approved in the page and lands once, and the runs list reads the fleet's
+table."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from vnc_use.testing.gemini_standin import FunctionCallSpec, GeminiStandIn, Reply
+from vnc_use.testing.postgres import PostgresServer
+
+from chromium import Browser
+from cli_tools import CLI
+from console_page import fill, press, value_of, wait, wait_status
+from fleet_tools import PASSWORD, WorkerProcess, probe_desktops
+
+pytestmark = pytest.mark.desktop
+
+TOKEN = "console-fleet-test-token-8e2f"
+
+
+@pytest.fixture(scope="module")
+def pg() -> Iterator[PostgresServer]:
+    with PostgresServer() as server:
+        yield server
+
+
+def test_the_console_over_a_fleet_starts_approves_and_lists_the_fleets_runs(
+    pg: PostgresServer,
+    gemini: GeminiStandIn,
+    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    with probe_desktops(tmp_path_factory, 1, PASSWORD) as probes:
+        probe = probes[0]
+        target = probe.canvas_point()
+        width, height = probe.size
+        spot = {"x": round(target[0] * 1000 / width), "y": round(target[1] * 1000 / height)}
+        gemini.script(
+            dataclasses.replace(Reply.calls(FunctionCallSpec("click_at", **spot)), latency=0.3),
+            Reply.text("Clicked once."),
+        )
+        runs = tmp_path / "fleet-runs"  # the worker's runs folder, on this host
+        worker = WorkerProcess("A", probes, pg.url, runs)
+        console = None
+        browser = None
+        try:
+            assert worker.ready.wait(90), worker.output
+            env = {k: v for k, v in os.environ.items() if k not in ("VNC_PASSWORD",)}
+            env.pop("GOOGLE_API_KEY", None)  # the console has no model key: the worker does
+            env["VNC_USE_CONSOLE_TOKEN"] = TOKEN
+            argv = ["console", "--port", "0", "--fleet", pg.url, "--runs-dir", str(runs)]
+            console = subprocess.Popen(
+                [*CLI, *argv], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            )
+            assert console.stdout is not None
+            first = console.stdout.readline()
+            assert first.startswith("vnc-use console: http://127.0.0.1:"), (
+                first,
+                console.stderr.read() if console.poll() is not None else "",
+            )
+            base = first.split(": ", 1)[1].strip().split("/?")[0]
+            browser = Browser(tmp_path / "profile")
+            page = browser.new_page()
+            page.open(f"{base}/?token={TOKEN}")
+            fill(page, "Task", "Click the canvas once")
+            fill(page, "Actions that need approval", "click_at")
+            assert value_of(page, "Desktop", "combobox") == "default"  # the worker's label
+            press(page, "Start")
+            path = wait(
+                "the run's page",
+                lambda: (
+                    "/runs/" in page.evaluate("location.pathname")
+                    and page.evaluate("location.pathname")
+                ),
+            )
+            thread_id = str(path).split("/")[2]
+            wait_status(page, "awaiting_approval", timeout=120)
+            assert [e for e in probe.log.events("press") if e["button"] == 1] == []
+            assert page.evaluate(
+                "!!document.querySelector('section.step.kind-pending svg.marker circle.crosshair')"
+            )
+            press(page, "Approve")
+            wait_status(page, "done", timeout=120)
+            clicks = [(e["x"], e["y"]) for e in probe.log.events("press") if e["button"] == 1]
+            assert len(clicks) == 1 and abs(clicks[0][0] - target[0]) <= 2, clicks
+            headers = {"Authorization": f"Bearer {TOKEN}"}
+            with httpx.Client(base_url=base, headers=headers, timeout=10) as http:
+                listed = http.get("/api/runs").json()
+                assert [(r["thread_id"], r["status"]) for r in listed["runs"]] == [
+                    (thread_id, "done")
+                ]
+                desktops = http.get("/api/desktops").json()["desktops"]
+                assert desktops == [{"name": "default", "kind": "label"}]
+                again = http.post(f"/api/runs/{thread_id}/approve")
+                assert again.status_code == 409 and "already answered" in again.json()["error"]
+        finally:
+            if browser is not None:
+                browser.close()
+            if console is not None:
+                console.terminate()
+                console.wait(20)
+            worker.stop()
