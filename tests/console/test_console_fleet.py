@@ -58,7 +58,9 @@ def test_the_console_over_a_fleet_starts_approves_and_lists_the_fleets_runs(
             env = {k: v for k, v in os.environ.items() if k not in ("VNC_PASSWORD",)}
             env.pop("GOOGLE_API_KEY", None)  # the console has no model key: the worker does
             env["VNC_USE_CONSOLE_TOKEN"] = TOKEN
-            argv = ["console", "--port", "0", "--fleet", pg.url, "--runs-dir", str(runs)]
+            # the console on a host of its own: the run's folder comes from the fleet's database
+            mine = tmp_path / "console-runs"
+            argv = ["console", "--port", "0", "--fleet", pg.url, "--runs-dir", str(mine)]
             console = subprocess.Popen(
                 [*CLI, *argv], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
             )
@@ -89,6 +91,7 @@ def test_the_console_over_a_fleet_starts_approves_and_lists_the_fleets_runs(
             assert page.evaluate(
                 "!!document.querySelector('section.step.kind-pending svg.marker circle.crosshair')"
             )
+            assert (mine / thread_id / ".fleet-run").exists()  # fetched, not the worker's
             press(page, "Approve")
             wait_status(page, "done", timeout=120)
             clicks = [(e["x"], e["y"]) for e in probe.log.events("press") if e["button"] == 1]

@@ -26,8 +26,6 @@ if TYPE_CHECKING:
 
 __all__ = ["parse_duration", "prune_command", "report_command", "show_command"]
 
-FETCHED = ".fleet-run"
-"""The mark of a run folder ``report --fleet`` fetched (it may fetch into it again)."""
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*([smhdw]?)$")
 _UNIT = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
@@ -82,6 +80,7 @@ def _open(url: str, thread_id: str) -> tuple[FleetDb, RunStore]:
 def report_command(args: argparse.Namespace, url: str) -> int:
     """``vnc-use report --fleet URL ID [--out FILE]``: fetch the run's folder into
     ``--runs-dir`` and write its report there; ``--out FILE``: one file with everything."""
+    from vnc_use.fleet.blobs import FETCHED
     from vnc_use.record.folder import Redactor
     from vnc_use.record.report import load_run, write_gif, write_report
     from vnc_use.record.report.html import render_html

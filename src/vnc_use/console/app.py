@@ -125,12 +125,13 @@ class Console:
             return None
         return self.index.get(thread_id)
 
-    def fleet_report(self, thread_id: str) -> str | None:
-        """The report the fleet keeps of the run's last leg (None: none yet)."""
+    def folder(self, thread_id: str) -> Path | None:
+        """The run's folder here, once it has recorded something (over a fleet: fetched from
+        the fleet's database when no worker on this host writes it)."""
         if isinstance(self.index, RunIndex):
-            return None
-        row = self.index.row(thread_id)
-        return row.report if row is not None else None
+            folder = self.runs_dir / thread_id
+            return folder if (folder / "events.jsonl").exists() else None
+        return self.index.fetch(thread_id)
 
     def known(self, thread_id: str) -> bool:
         return self.legs.leg(thread_id) is not None or self.summary(thread_id) is not None
@@ -262,11 +263,11 @@ class _Routes:
         s = self.c.summary(thread_id)
         status = self.c.status(s, thread_id)
         ended = s is not None and not self.c.legs.running(thread_id) and status not in _GOING
-        if s is not None and (self.c.runs_dir / thread_id / "events.jsonl").exists():
-            view = load_run(self.c.runs_dir / thread_id, self.c.redact)
-            header, main = render_parts(view, video=ended)
-        elif s is not None:  # a fleet's run whose folder is on another host
-            header, main = pages.fleet_parts(s, self.c.fleet_report(thread_id))
+        folder = self.c.folder(thread_id) if s is not None else None
+        if folder is not None:
+            header, main = render_parts(load_run(folder, self.c.redact), video=ended)
+        elif s is not None:  # a fleet's run no worker has started yet
+            header, main = pages.fleet_parts(s)
         else:
             header = (
                 f"<header><h1>vnc-use run <code>{thread_id}</code></h1><p>starting</p></header>"

@@ -2,9 +2,9 @@
 table, the desktops are its workers' labels, and every verb goes through the
 :class:`~vnc_use.fleet.executor.FleetExecutor` (in a leg process, as locally).
 
-A run's steps show live when its run folder is in the console's ``--runs-dir`` (the workers'
-shared runs folder on the same host); otherwise its page shows the run's status from the table
-and the report the fleet keeps of its last leg.
+A run's page is built from its run folder, as locally: the folder a worker on this host writes
+into the console's ``--runs-dir``, or else a copy fetched from the fleet's database (every leg's
+screenshots, events and video, whichever hosts took them), brought up to date as the page asks.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from vnc_use.console.index import Page
+from vnc_use.fleet.blobs import EVENTS_NAME, FETCHED, RunStore
 from vnc_use.fleet.db import FleetDb, RunRow
 from vnc_use.fleet.submit import DEFAULT_LABEL, STEP_LEFT, UNDER_WAY
 from vnc_use.record.runs import RunSummary, summarize
@@ -43,6 +44,7 @@ class FleetRuns:
         self._rows: list[RunRow] = []
         self._checked = 0.0
         self._lock = threading.Lock()
+        self._fetched: dict[str, float] = {}  # run: when its folder was last brought up to date
 
     def _db(self) -> FleetDb:
         return FleetDb(self.url, application_name="vnc-use console")
@@ -94,7 +96,29 @@ class FleetRuns:
         )
 
     def _has_folder(self, row: RunRow) -> bool:
-        return (self.runs_dir / row.thread_id / "events.jsonl").exists()
+        return (self.runs_dir / row.thread_id / EVENTS_NAME).exists()
+
+    def fetch(self, thread_id: str) -> Path | None:
+        """The run's folder here (None: it has recorded nothing yet): the one a worker on this
+        host writes, or a copy from the fleet's database, brought up to date at most every
+        ``fresh_for`` seconds."""
+        folder = self.runs_dir / thread_id
+        if (folder / EVENTS_NAME).exists() and not (folder / FETCHED).exists():
+            return folder  # a worker on this host writes it
+        with self._lock:
+            if time.monotonic() - self._fetched.get(thread_id, -1e9) >= self.fresh_for:
+                db = self._db()
+                try:
+                    store = RunStore(self.url, conn=db.conn)
+                    if store.has_run(thread_id):
+                        store.fetch_run(self.runs_dir, thread_id)
+                        (folder / FETCHED).write_text(
+                            "fetched from a fleet's database by vnc-use console\n"
+                        )
+                finally:
+                    db.close()
+                self._fetched[thread_id] = time.monotonic()
+        return folder if (folder / EVENTS_NAME).exists() else None
 
     def row(self, thread_id: str) -> RunRow | None:
         db = self._db()

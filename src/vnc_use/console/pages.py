@@ -159,9 +159,9 @@ def runs_page(defaults: Defaults, table: str) -> str:
     return layout("vnc-use console", body, page="runs")
 
 
-def fleet_parts(summary: RunSummary, report: str | None) -> tuple[str, str]:
-    """The header and main part of a fleet's run whose folder is not here: its status from
-    the fleet's table, and the report the fleet keeps of its last leg."""
+def fleet_parts(summary: RunSummary) -> tuple[str, str]:
+    """The header and main part of a fleet's run that has recorded nothing yet: its status
+    from the fleet's table."""
     status = summary.status
     header = (
         f"<header><h1>vnc-use run <code>{escape(summary.thread_id)}</code></h1>"
@@ -171,13 +171,7 @@ def fleet_parts(summary: RunSummary, report: str | None) -> tuple[str, str]:
         f'<dl class="facts"><div><dt>Desktop</dt><dd>{escape(_desktop_of(summary))}</dd></div>'
         f"<div><dt>Steps</dt><dd>{summary.steps}</dd></div></dl></header>"
     )
-    if not report:
-        return header, '<div class="note">No report yet: the run\'s first leg goes on.</div>'
-    frame = (
-        f'<iframe title="The run\'s report" srcdoc="{escape(report)}" '
-        'style="width:100%;height:80vh;border:1px solid var(--line)"></iframe>'
-    )
-    return header, frame
+    return header, '<div class="note">No steps yet: no worker has started the run.</div>'
 
 
 def run_page(

@@ -48,6 +48,7 @@ from vnc_use.store.lease import lease_number
 __all__ = [
     "BLOBS",
     "EVENTS",
+    "FETCHED",
     "FILES",
     "PRUNABLE",
     "VIDEO_PARTS",
@@ -95,6 +96,9 @@ _KEPT = re.compile(
     r"|screenshots/[0-9a-f]{64}\.png)$"
 )
 EVENTS_NAME = "events.jsonl"
+FETCHED = ".fleet-run"
+"""The mark of a run folder fetched from the database (``report --fleet``, the console over a
+fleet): it may be fetched into again, unlike a folder a worker on this host writes."""
 STREAM_SECONDS = 2.0
 """How often a leg sends what its video segment grew by."""
 _FETCH_BATCH = 32
