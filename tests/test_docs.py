@@ -164,6 +164,16 @@ COVERED: list[tuple[str, tuple[str, ...]]] = [
             "test_a_second_run_on_a_leased_desktop_waits_then_fails_naming_the_holder",
         ),
     ),
+    # taking a run over, handing it back, a model that asks for a person (docs/takeover.md)
+    (
+        r"vnc-use (takeover 3f2a9c1d0b7e( --force)?|view --interactive 3f2a9c1d0b7e|handback"
+        r" 3f2a9c1d0b7e --note \".*\")",
+        ("test_takeover_pauses_the_run_and_handback_goes_on",),
+    ),
+    (
+        r"vnc-use resume 3f2a9c1d0b7e --answer \".*\"",
+        ("test_a_model_that_asks_for_a_person_waits_and_gets_the_answer",),
+    ),
     # eval
     (
         r"vnc-use eval --suite builtin --desktops 2 --out eval-out",

@@ -71,6 +71,7 @@ __all__ = [
     "novnc_dir",
     "openai_api_key",
     "openai_base_url",
+    "person_name",
     "rdp_password",
     "rdp_state_dir",
     "rdp_username",
@@ -238,6 +239,16 @@ def secret_values() -> list[str]:
     found += [v for k, v in os.environ.items() if k.startswith(SECRET_PREFIX)]
     found.append(_url_password(database_url()))
     return [v for v in found if v]
+
+
+def person_name() -> str:
+    """Who a person at this terminal is, for a run's takeover record: ``VNC_USE_PERSON``,
+    else the login name (``LOGNAME``, ``USER``), else ``a person``."""
+    for name in ("VNC_USE_PERSON", "LOGNAME", "USER"):
+        value = _get(name)
+        if value:
+            return value
+    return "a person"
 
 
 def database_url() -> str | None:

@@ -14,13 +14,17 @@ __all__ = ["FINAL", "RunStatus"]
 
 class RunStatus(str, Enum):
     """A run's status: ``running`` only inside the graph; every other value is final or a
-    pause (``awaiting_approval``, ``interrupted``: resumable)."""
+    pause (``awaiting_approval``, ``awaiting_human``, ``interrupted``: resumable)."""
 
     RUNNING = "running"
     DONE = "done"
     """The model finished normally and proposed no more actions."""
     AWAITING_APPROVAL = "awaiting_approval"
     """Paused before an action the model marked for a person's confirmation."""
+    AWAITING_HUMAN = "awaiting_human"
+    """Waiting for a person: the model asked for one (UI-TARS ``call_user``, UI-Venus
+    ``CallUser``: its question is kept), or a person took the desktop over (``vnc-use
+    takeover``). ``vnc-use handback ID [--note TEXT]`` continues it; never ``done``."""
     DENIED = "denied"
     """A person (or the policy, with approvals off) refused an action."""
     STEP_LIMIT = "step_limit"

@@ -633,3 +633,57 @@ def test_a_served_run_stopped_from_another_executor_ends_interrupted_and_resumes
     assert _presses(probe) == [pixel]
     with pytest.raises(ConfigError, match="is not running"):
         ServedExecutor(server.url).stop(tid)
+
+
+def test_a_served_run_is_taken_over_and_handed_back(
+    server: LangGraphDev, model: GeminiStandIn, probe: Probe, runs: Path, hold: _Hold
+) -> None:
+    """Issue 42 on the server: ``takeover --server`` pauses the served leg at its next step
+    boundary (the click the model is thinking about never lands; the thread waits,
+    ``awaiting_human``, exit 3); ``handback --server --note`` runs the next leg there, the
+    note in the model's next request."""
+    from vnc_use.store.holds import DesktopHolds
+    from vnc_use.store.journal import SqliteJournalStore
+    from vnc_use.store.lease import desktop_key
+
+    gx, gy, _ = _grid(probe)
+    url = server.url
+    argv = [*CLI, *served_run(url, probe, runs, f"click grid {gx},{gy} hold")]
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
+    run = subprocess.Popen(argv, stdin=subprocess.DEVNULL, **pipes)  # type: ignore[call-overload]
+    try:
+        assert hold.thinking.wait(60), "the served run never asked the model"
+        tid = next(p.name for p in runs.iterdir() if (p / "run.json").exists())
+        taker = subprocess.Popen(  # type: ignore[call-overload]
+            [*CLI, "takeover", "--server", url, tid, "--as", "ann", "--runs-dir", str(runs)],
+            stdin=subprocess.DEVNULL,
+            **pipes,
+        )
+        holds = DesktopHolds(
+            SqliteJournalStore(runs / "vnc-use.sqlite"), desktop_key(probe.desktop.server)
+        )
+        deadline = time.monotonic() + 60
+        while holds.held_for(tid) is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        hold.release.set()  # the model answers: its click must not run
+        taken_out, taken_err = taker.communicate(timeout=90)
+        assert taker.returncode == 0, taken_out + taken_err
+        out, err = run.communicate(timeout=60)
+    finally:
+        hold.release.set()
+        for proc in [run, *([taker] if "taker" in locals() else [])]:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    assert run.returncode == 3, out + err
+    assert "status: awaiting_human" in out
+    assert _presses(probe) == []
+    asked = len(model.requests)
+    back = run_cli(
+        ["handback", "--server", url, tid, "--as", "ann", "--note", "the form is filled"]
+    )
+    assert back.returncode == 0, back.stdout + back.stderr
+    assert "status: done" in back.stdout
+    said = json.dumps(model.requests[asked].body)
+    assert "A person took control of the desktop" in said and "the form is filled" in said
+    assert holds.held_for(tid) is None

@@ -77,6 +77,7 @@ VALUES: dict[str, list[str]] = {
     "vnc_password_env": ["--vnc-password-env", "MY_VNC_PW"],
     "rdp_password_env": ["--rdp-password-env", "MY_RDP_PW"],
     "label": ["--label", "gpu"],
+    "answer": ["--answer", "yes"],
 }
 """A value other than the default for each option that sets something."""
 
@@ -220,6 +221,9 @@ LEG_OUTSIDE_THE_SPEC: dict[tuple[str, str], str] = {
     ("fleet", "vnc"): "the desktop the run moves to",
     ("fleet", "max_cost"): "the run's cap in the fleet's runs table",
     ("server", "max_cost"): "the cap in the spec the server keeps for the thread",
+    ("local", "answer"): "resume --answer is handback --note: the note the model is told",
+    ("server", "answer"): "resume --answer is handback --note: the note the model is told",
+    ("fleet", "answer"): "the fleet's handback refuses it in one line (local and served only)",
 }
 
 
@@ -244,6 +248,8 @@ def test_every_option_of_a_later_leg_is_honoured_or_refused(
             assert FleetExecutor(FLEET, desktop=args.vnc).desktop == "127.0.0.1::5998"
         elif dest == "max_cost":
             assert args.max_cost == 3.0  # resume passes it: executor.resume(max_cost=...)
+        elif dest == "answer":
+            assert args.answer == "yes"  # cli/run.py: executor.handback(note=args.answer)
         elif dest == "vnc_password":
             assert args.vnc_password == "pw"  # cli/run.py: reach(..., password=)
         else:

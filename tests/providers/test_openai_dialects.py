@@ -707,3 +707,19 @@ def test_opencua_reads_pyautogui_pixels_of_the_image_sent() -> None:
 def test_opencua_refuses_what_it_cannot_read(content: str) -> None:
     with pytest.raises(ParseError):
         parse("opencua", text(content), (1008, 756))
+
+
+def test_a_request_for_a_person_is_not_a_finish() -> None:
+    """UI-TARS ``call_user()`` (its Thought is the question) and UI-Venus ``CallUser(content)``
+    ask for a person: the run waits for one, never ends ``done`` (issue 42)."""
+    tars = parse("ui-tars", text("Thought: Which account should I use?\nAction: call_user()"), UI)
+    assert tars.asks == "Which account should I use?" and not tars.finished and not tars.calls
+    venus = parse(
+        "ui-venus", text("<think>hm</think>\n<action>CallUser(content='Which?')</action>")
+    )
+    assert venus.asks == "Which?" and not venus.finished
+    bare = parse("ui-venus", text("<think>I need a code.</think>\n<action>CallUser()</action>"))
+    assert bare.asks == "I need a code."
+    # next to an action, the action runs (as a finish next to calls is not acted on)
+    both = parse("ui-tars", text("Action: click(start_box='(1,1)')\n\ncall_user()"), UI)
+    assert both.asks is None and [c.name for c in both.calls] == ["click"]

@@ -22,6 +22,7 @@ from vnc_use.actions.vocabulary import ActionKind
 from vnc_use.agent import approval as safety
 from vnc_use.agent import stall
 from vnc_use.agent.context import AgentContext, capture, over_time, screen_size
+from vnc_use.agent.human import taken_over
 from vnc_use.agent.nodes import approval_request_for, blocked_call_reason, end_blocked
 from vnc_use.agent.state import (
     CUAState,
@@ -133,6 +134,9 @@ def act(state: CUAState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     """
     t0 = time.monotonic()
     ctx = runtime.context
+    held = taken_over(ctx, "act")  # a person has the desktop: nothing is sent or captured
+    if held is not None:
+        return held
     if state.get("step", 0) >= ctx.settings.step_limit:
         return {"status": "step_limit", "done": True}
     if over_time(state, ctx):

@@ -69,6 +69,10 @@ class AgentContext:
     stop: threading.Event = field(default_factory=threading.Event)
     screen_cells: dict[str, Any] = field(default_factory=dict)
     """Stall detection's cells of recent screenshots by digest (see ``act._same_screen``)."""
+    fence: Callable[[], dict[str, Any] | None] | None = None
+    """Asked at each step boundary (before a model call or an action): a person's hold on
+    the desktop taken since this leg began (who, since when, the epoch), or None. Raises when
+    the desktop moved on without this run (a stale holder). None: nobody can take it over."""
 
 
 def png_size(ctx: AgentContext, sha: str | None) -> tuple[int, int] | None:

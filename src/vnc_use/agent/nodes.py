@@ -14,10 +14,11 @@ from vnc_use.actions import TABLES, ActionError, call_pixels
 from vnc_use.agent import approval as safety
 from vnc_use.agent import costs, stall
 from vnc_use.agent.context import AgentContext, capture, over_time, screen_size, storable
+from vnc_use.agent.human import taken_over
 from vnc_use.agent.state import CUAState, FunctionCallRecord, TranscriptEntry
 from vnc_use.errors import PlannerError
 from vnc_use.providers import history
-from vnc_use.providers.base import ProposedCall
+from vnc_use.providers.base import Proposal, ProposedCall
 
 
 def _pixels_of(call: FunctionCallRecord, size: tuple[int, int] | None) -> dict[str, int]:
@@ -92,15 +93,11 @@ def propose(state: CUAState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     """Ask the model for the next actions, given the history (last N screenshots inline)."""
     t0 = time.monotonic()
     ctx = runtime.context
-    stop = _stopped_before_call(ctx, state)
+    stop = taken_over(ctx, "propose") or _stopped_before_call(ctx, state)
     if stop is not None:
         return stop
     update: dict[str, Any] = {}
-    turns = list(state.get("contents", []))
-    if not turns:  # no initial screenshot: the first turn is the task alone
-        first = history.task_turn(state["task"], None)
-        turns.append(first)
-        update["contents"] = [first]
+    turns = _turns(ctx, state, update)
     n = state.get("model_calls", 0) + 1
     ctx.run.event("model_request", node="propose", n=n, turns=len(turns))
     t_model = time.monotonic()
@@ -153,23 +150,102 @@ def propose(state: CUAState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
             *update.get("contents", []),
             storable(history.model_turn(proposal.turn)),
         ]
-    if not calls and proposal.stop == "failed":  # the model itself says the task failed
+    update.update(_end_of_turn(ctx, proposal, calls, n))
+    return update
+
+
+def _end_of_turn(
+    ctx: AgentContext, proposal: Proposal, calls: list[FunctionCallRecord], n: int
+) -> dict[str, Any]:
+    """How the model's turn goes on: its calls to run, else a request for a person
+    (``awaiting_human``), a failure it reports (``failed``), or the end (``done``)."""
+    if calls:
+        return {
+            "pending_calls": calls,
+            "responses": [],
+            "call_index": 0,
+            "final_text": proposal.text,
+            "safety": _first_mark(calls),
+        }
+    if proposal.stop == "asks_person":
+        return _asks_person(ctx, proposal.text, n)
+    if proposal.stop == "failed":  # the model itself says the task failed
         why = proposal.stop_message or "the model reported that the task failed"
         ctx.run.event("model_failed", node="propose", reason=why)
-        update.update(
-            status="failed", done=True, error=why, final_text=proposal.text, pending_calls=[]
+        return {
+            "status": "failed",
+            "done": True,
+            "error": why,
+            "final_text": proposal.text,
+            "pending_calls": [],
+        }
+    return {"status": "done", "done": True, "final_text": proposal.text, "pending_calls": []}
+
+
+def _turns(ctx: AgentContext, state: CUAState, update: dict[str, Any]) -> list[dict[str, Any]]:
+    """The history the request is built from: the task alone when there was no initial
+    screenshot; after a hand-back, the person's turn (what they did, a fresh screenshot).
+    New turns go into ``update`` for the history too."""
+    turns = list(state.get("contents", []))
+    if not turns:  # no initial screenshot: the first turn is the task alone
+        first = history.task_turn(state["task"], None)
+        turns.append(first)
+        update["contents"] = [first]
+    returned = state.get("handed_back")
+    if returned:
+        turn = _person_turn(ctx, returned)
+        turns.append(turn)
+        update["contents"] = [*update.get("contents", []), turn]
+        update["handed_back"] = None
+    return turns
+
+
+def _asks_person(ctx: AgentContext, question: str, n: int) -> dict[str, Any]:
+    """The update that pauses the run for a person the model asked for (``awaiting_human``,
+    its question kept): a durable pause in the checkpoint, never ``done``."""
+    asked = {"asked_by": "model", "question": question, "since": time.time()}
+    ctx.run.event("asks_person", node="propose", n=n, question=question)
+    return {
+        "status": "awaiting_human",
+        "done": True,
+        "final_text": "",
+        "pending_calls": [],
+        "human": asked,
+    }
+
+
+def _person_turn(ctx: AgentContext, returned: dict[str, Any]) -> dict[str, Any]:
+    """The person's turn the model gets after a hand-back: what happened, in plain words, and
+    a fresh screenshot (taken now: the person may have changed everything)."""
+    sha, size = capture(ctx)
+    text = handback_text(returned)
+    facts: dict[str, Any] = {
+        k: returned[k] for k in ("asked_by", "seconds", "clicks", "keys") if k in returned
+    }
+    ctx.run.event("person_turn", node="propose", screenshot=sha, text=text, **facts)
+    return history.person_turn(text, sha, size, facts)
+
+
+def handback_text(returned: dict[str, Any]) -> str:
+    """What the model is told when a person hands the desktop back (or answers it)."""
+    note = str(returned.get("note") or "").strip()
+    if returned.get("asked_by") == "model":
+        said = (
+            f"A person answered your request: {note}"
+            if note
+            else ("A person looked at your request and handed the desktop back without a note.")
         )
-    elif not calls:
-        update.update(status="done", done=True, final_text=proposal.text, pending_calls=[])
-    else:
-        update.update(
-            pending_calls=calls,
-            responses=[],
-            call_index=0,
-            final_text=proposal.text,
-            safety=_first_mark(calls),
-        )
-    return update
+        return f"{said} The screen now is in the screenshot; continue the task."
+    seconds = float(returned.get("seconds") or 0.0)
+    clicks, keys = int(returned.get("clicks") or 0), int(returned.get("keys") or 0)
+    did = f"{clicks} click{'s' if clicks != 1 else ''}, {keys} key press{'es' if keys != 1 else ''}"
+    text = (
+        f"A person took control of the desktop for {seconds:.0f} s ({did}) and handed it "
+        "back; what you asked for before that and had not run yet was not run. "
+    )
+    if note:
+        text += f"Their note: {note} "
+    return text + "The screen now is in the screenshot; continue the task from here."
 
 
 def _stopped_before_call(ctx: AgentContext, state: CUAState) -> dict[str, Any] | None:

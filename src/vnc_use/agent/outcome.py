@@ -59,13 +59,17 @@ def run_outcome(
         error=error or values.get("error"),
         pending_call=pending,
         cost_usd=run_cost(values),
+        human=dict(values["human"])
+        if status == RunStatus.AWAITING_HUMAN and values.get("human")
+        else None,
     )
 
 
 def record_outcome(folder: RunFolder, result: RunResult) -> None:
     """``run_paused`` / ``run_ended`` in the events (the report is written on it) and the
     status in ``run.json``."""
-    paused = result.status == RunStatus.AWAITING_APPROVAL
+    paused = result.status in (RunStatus.AWAITING_APPROVAL, RunStatus.AWAITING_HUMAN)
+    waiting = {"human": result.human} if result.human else {}
     folder.event(
         "run_" + ("paused" if paused else "ended"),
         status=result.status.value,
@@ -74,8 +78,13 @@ def record_outcome(folder: RunFolder, result: RunResult) -> None:
         error=result.error,
         pending_call=result.pending_call,
         cost_usd=result.cost_usd,
+        **waiting,
     )
     # run.json says how the run stands too (the settings file a person opens first)
     run_record.update(
-        folder, status=result.status.value, reason=result.error, cost_usd=result.cost_usd
+        folder,
+        status=result.status.value,
+        reason=result.error,
+        cost_usd=result.cost_usd,
+        human=result.human,
     )

@@ -137,6 +137,14 @@ class CUAState(TypedDict, total=False):
     cost is then unknown, never a partial sum shown as the total."""
     stall: dict[str, Any]
     """Stall detection's record of the last actions (:mod:`vnc_use.agent.stall`)."""
+    human: dict[str, Any] | None
+    """While ``awaiting_human``: who asked for the person (``asked_by``: ``model`` or
+    ``person``), the model's ``question``, the person who holds the desktop (``holder``),
+    ``since`` (epoch seconds) and the desktop's hold ``epoch``."""
+    handed_back: dict[str, Any] | None
+    """Set by a hand-back until the next model request: the person's note, how long they
+    held the desktop and their clicks and key presses (counts); the request then tells the
+    model, with a fresh screenshot (:func:`vnc_use.agent.nodes.handback_text`)."""
 
 
 @dataclass
@@ -154,6 +162,9 @@ class RunResult:
     """When ``status == "awaiting_approval"``: the call, its pixel target and the explanation."""
     cost_usd: float | None = None
     """What the run's model calls cost, in USD; None: unknown (no price for the model)."""
+    human: dict[str, Any] | None = None
+    """When ``status == "awaiting_human"``: who asked (``asked_by``), the model's
+    ``question``, the person holding the desktop (``holder``) and ``since`` when."""
 
     @property
     def ok(self) -> bool:

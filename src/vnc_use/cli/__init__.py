@@ -3,9 +3,9 @@
 Each command family lives in its own module with a ``register(subparsers)`` function that
 adds its sub-commands and sets ``func`` (a callable taking the parsed arguments and returning
 the exit code). Exit codes: 0 done, 1 error, 2 bad usage or configuration, 3 awaiting
-approval, 4 denied, 5 step, time or cost budget reached, 6 blocked for safety, 7 a replay
-diverged, 8 stuck (the model repeated actions that changed nothing), 9 failed (the model
-reported that the task failed), 130 interrupted.
+approval or a person, 4 denied, 5 step, time or cost budget reached, 6 blocked for safety,
+7 a replay diverged, 8 stuck (the model repeated actions that changed nothing), 9 failed (the
+model reported that the task failed), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -38,9 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="vnc-use",
         description="Let a computer-use model (Gemini, Claude, OpenAI, or an open model behind an "
         "OpenAI-compatible server) operate a VNC desktop.",
-        epilog="Exit codes: 0 done, 1 error, 2 usage, 3 awaiting approval, 4 denied, 5 budget "
-        "(steps, time, cost), 6 blocked, 7 diverged (replay), 8 stuck, 9 failed (the model "
-        "said so), 130 interrupted.",
+        epilog="Exit codes: 0 done, 1 error, 2 usage, 3 awaiting approval or a person, 4 denied, "
+        "5 budget (steps, time, cost), 6 blocked, 7 diverged (replay), 8 stuck, 9 failed (the "
+        "model said so), 130 interrupted.",
     )
     parser.add_argument("--version", action="version", version=f"vnc-use {__version__}")
     parser.add_argument(

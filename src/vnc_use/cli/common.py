@@ -21,6 +21,7 @@ EXIT_CODES: dict[str, int] = {
     RunStatus.DONE: EXIT_DONE,
     RunStatus.ERROR: EXIT_ERROR,
     RunStatus.AWAITING_APPROVAL: EXIT_AWAITING,
+    RunStatus.AWAITING_HUMAN: EXIT_AWAITING,
     RunStatus.DENIED: EXIT_DENIED,
     RunStatus.STEP_LIMIT: EXIT_BUDGET,
     RunStatus.TIMEOUT: EXIT_BUDGET,

@@ -17,7 +17,7 @@ from typing import Any, TextIO
 
 from vnc_use import config
 from vnc_use.cli import rdp as rdp_commands
-from vnc_use.cli.common import EXIT_DONE, EXIT_ERROR
+from vnc_use.cli.common import EXIT_DONE, EXIT_ERROR, add_runs_dir
 from vnc_use.desktops.local import BROWSERS, ENV_STATE_DIR, DesktopState, LocalDesktop, parse_size
 from vnc_use.desktops.target import ReachedDesktop, managed_password
 from vnc_use.errors import ConfigError
@@ -95,6 +95,15 @@ def register(sub: Any) -> None:
         "; default: the local desktop, started when needed",
     )
     view.add_argument("--novnc-dir", default=None, help="noVNC folder (default /usr/share/novnc)")
+    view.add_argument(
+        "thread_id",
+        nargs="?",
+        default=None,
+        metavar="ID",
+        help="a run's own desktop (with --interactive: a run you took over, vnc-use takeover "
+        "ID; your clicks are recorded with their positions, key presses only as a count)",
+    )
+    add_runs_dir(view)
     _state_dir_option(view)
     view.set_defaults(func=command_view)
 
@@ -278,20 +287,61 @@ def _print_view(view: Any, interactive: bool, enforced: bool, server: str, strea
 
 
 def command_view(args: argparse.Namespace) -> int:
-    """``vnc-use view``: serve the live view until Ctrl-C (or SIGTERM)."""
-    host, port, password, enforced, server = _view_target(args)
-    view = _start_view(args, host, port, password)
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
-    try:
-        _print_view(view, args.interactive, enforced, server, sys.stdout)
-        print("  Ctrl-C stops the view (the desktop keeps running)", flush=True)
-        view.serve_forever()
-    except KeyboardInterrupt:
-        print("live view stopped")
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-        view.stop()
+    """``vnc-use view [ID]``: serve the live view until Ctrl-C (or SIGTERM)."""
+    with contextlib.ExitStack() as stack:
+        tap = _run_desktop(args, stack) if args.thread_id else None
+        host, port, password, enforced, server = _view_target(args)
+        if tap is not None:  # the person's input goes through the recording relay
+            from pathlib import Path
+
+            from vnc_use.runs.takeover import person_video
+
+            tap.target = (host, port)
+            stack.enter_context(
+                person_video(Path(args.runs_dir), args.thread_id, f"{host}::{port}", password)
+            )
+            host, port = stack.enter_context(tap).address
+        view = _start_view(args, host, port, password)
+        previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+        try:
+            _print_view(view, args.interactive, enforced, server, sys.stdout)
+            if tap is not None:
+                print(
+                    f"  VNC clients: {host}::{port} (your clicks are recorded with their "
+                    "positions, key presses only as a count; never what you type)"
+                )
+            print("  Ctrl-C stops the view (the desktop keeps running)", flush=True)
+            view.serve_forever()
+        except KeyboardInterrupt:
+            print("live view stopped")
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+            view.stop()
     return EXIT_DONE
+
+
+def _run_desktop(args: argparse.Namespace, stack: contextlib.ExitStack) -> Any:
+    """``view ID``: the run's own desktop (``args.vnc``); with ``--interactive`` only while
+    a person holds the run, through a relay that records their clicks and key presses."""
+    from pathlib import Path
+
+    from vnc_use.record import run_record
+    from vnc_use.runs.takeover import PersonRecorder, held_run
+
+    if args.vnc:
+        raise ConfigError("give a run's ID or --vnc HOST::PORT, not both")
+    runs_dir = Path(args.runs_dir)
+    if not args.interactive:
+        args.vnc = run_record.read(runs_dir / args.thread_id).vnc_server
+        if not args.vnc:
+            raise ConfigError(f"run {args.thread_id!r} has no VNC desktop to show")
+        return None
+    args.vnc = held_run(runs_dir, args.thread_id)
+    from vnc_use.desktops.person_tap import PersonTap
+
+    recorder = PersonRecorder(runs_dir, args.thread_id, list(config.secret_values()))
+    stack.callback(recorder.close)
+    return PersonTap(("127.0.0.1", 0), recorder.click, recorder.key, recorder.lost)
 
 
 # --------------------------------------------------------------------------- for `run`

@@ -108,6 +108,8 @@ def print_outcome(result: RunResult, executor: Executor, args: argparse.Namespac
             print(f"reason: {result.error}")
         if result.pending_call:
             _print_pending(result, executor.flags)
+        if result.status == RunStatus.AWAITING_HUMAN:
+            _print_human(result, executor.flags)
         line = executor.report_line(result)
         if line:
             print(line)
@@ -148,6 +150,20 @@ def _print_pending(result: RunResult, flags: str) -> None:
     t = result.thread_id
     flag = f" {flags}" if flags else ""
     print(f"  approve: vnc-use approve{flag} {t}   deny: vnc-use deny{flag} {t}")
+
+
+def _print_human(result: RunResult, flags: str) -> None:
+    """Who the run waits for: the model's question, or the person holding its desktop."""
+    human = result.human or {}
+    t = result.thread_id
+    flag = f" {flags}" if flags else ""
+    if human.get("asked_by") == "model":
+        print(f"the model asks for a person: {human.get('question') or '(no question given)'}")
+        print(f'  answer: vnc-use handback{flag} {t} --note "your answer"')
+        return
+    holder = human.get("holder") or "a person"
+    print(f"a person has the desktop: {holder}")
+    print(f"  use it: vnc-use view --interactive {t}   hand it back: vnc-use handback{flag} {t}")
 
 
 def _as_json(result: RunResult) -> dict[str, Any]:

@@ -20,6 +20,7 @@ import argparse
 import atexit
 import json
 import sys
+from collections.abc import Callable
 from typing import Any, Literal, TextIO
 
 from rich.console import Console
@@ -107,14 +108,8 @@ class LineFormatter:
             return self.model(e)
         if kind == "action":
             return self.step(e)
-        if kind in ("approved", "denied"):
-            style = "green" if kind == "approved" else "red"
-            why = e.get("explanation") or e.get("reason")
-            return [
-                (f"  {kind} by {e.get('by', 'person')}: ", style),
-                (str(e.get("name", "")), "bold"),
-                (f" - {why}" if why else "", ""),
-            ]
+        if kind in _PEOPLE:
+            return _PEOPLE[kind](e)
         if kind in ("error", "blocked", "model_failed"):  # the CLI prints the reason once
             return None
         if kind == "screen_not_settled" or (kind == "screenshot" and e.get("settled") is False):
@@ -185,6 +180,44 @@ class LineFormatter:
         if e.get("error"):
             line.append((f" ERROR: {_one_line(str(e['error']), 200)}", "bold red"))
         return line
+
+
+def _decision_line(e: dict[str, Any]) -> Segments:
+    """A call approved or denied, by whom and why."""
+    kind = str(e.get("event"))
+    why = e.get("explanation") or e.get("reason")
+    return [
+        (f"  {kind} by {e.get('by', 'person')}: ", "green" if kind == "approved" else "red"),
+        (str(e.get("name", "")), "bold"),
+        (f" - {why}" if why else "", ""),
+    ]
+
+
+def _human_line(e: dict[str, Any]) -> Segments:
+    """A person took the desktop, or handed it back (with how long and the note)."""
+    if e.get("event") == "asks_person":
+        return [("  the model asks for a person: ", "yellow"), (str(e.get("question")), "bold")]
+    if e.get("event") == "taken_over":
+        return [("  a person took the desktop: ", "yellow"), (str(e.get("holder", "")), "bold")]
+    note = f": {e.get('note')}" if e.get("note") else ""
+    if e.get("asked_by") == "model":
+        return [("  a person answered the model", "yellow"), (note, "")]
+    clicks, keys = int(e.get("clicks") or 0), int(e.get("keys") or 0)
+    held = (
+        f"  a person had control, {float(e.get('seconds') or 0):.0f} s ({clicks} click"
+        f"{'' if clicks == 1 else 's'}, {keys} key press{'' if keys == 1 else 'es'}), handed back"
+    )
+    return [(held, "yellow"), (note, "")]
+
+
+_PEOPLE: dict[str, Callable[[dict[str, Any]], Segments]] = {
+    "approved": _decision_line,
+    "denied": _decision_line,
+    "asks_person": _human_line,
+    "taken_over": _human_line,
+    "handed_back": _human_line,
+}
+"""Events of a person's part (approvals, a takeover, a hand-back) and their lines."""
 
 
 def plain(segments: Segments) -> str:

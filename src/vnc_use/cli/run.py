@@ -28,6 +28,7 @@ from vnc_use.cli.spec import run_spec, saved_run_spec
 from vnc_use.desktops.target import reach
 from vnc_use.errors import ConfigError
 from vnc_use.replay.compare import DEFAULT_TOLERANCE
+from vnc_use.store.holds import since_text
 from vnc_use.store.lease import DEFAULT_LEASE_TIMEOUT
 
 if TYPE_CHECKING:  # langgraph is imported when a run starts, not before (an RDP bridge
@@ -135,12 +136,18 @@ def register(sub: Any) -> None:
     run.set_defaults(func=command)
 
     _register_replay(sub)
+    _register_takeover(sub)
     _register_stop(sub)
 
     for name, text in (
         ("approve", "approve the action a run is waiting on, and continue"),
         ("deny", "deny the action a run is waiting on (the run stops)"),
         ("resume", "continue a run that stopped on an error or a crash"),
+        (
+            "handback",
+            "hand a run's desktop back after a takeover, or answer the person a model asked "
+            "for (awaiting_human); the run continues here",
+        ),
     ):
         p = sub.add_parser(name, help=text)
         p.add_argument("thread_id", metavar="ID")
@@ -148,6 +155,22 @@ def register(sub: Any) -> None:
         add_rdp_options(p, default_help="default: the run's own (a new bridge)")
         if name == "resume":
             add_max_cost(p)
+            p.add_argument(
+                "--answer",
+                default=None,
+                metavar="TEXT",
+                help="a run waiting for a person (awaiting_human): continue it with this "
+                "answer to the model (as handback --note TEXT)",
+            )
+        if name == "handback":
+            p.add_argument(
+                "--note",
+                default=None,
+                metavar="TEXT",
+                help="what the model is told with the desktop: the answer to its question, "
+                "or what you did",
+            )
+            add_person(p)
         _common(p)
         server_commands.add_server_options(p)
         fleet_commands.add_fleet_options(p)
@@ -188,6 +211,65 @@ def stop_command(args: argparse.Namespace) -> int:
         executor.close()
     print(f"stop requested: run {args.thread_id} stops after its current step")
     return EXIT_DONE
+
+
+def add_person(p: argparse.ArgumentParser) -> None:
+    """``--as NAME``: who takes over or hands back (default: your user name)."""
+    p.add_argument(
+        "--as",
+        dest="person",
+        default=None,
+        metavar="NAME",
+        help="who you are, as the run records the holder of its desktop (default: your user name)",
+    )
+
+
+def _register_takeover(sub: Any) -> None:
+    p = sub.add_parser(
+        "takeover",
+        help="take a run's desktop over: the run pauses at its next step and waits for you "
+        "(awaiting_human) until you hand it back (vnc-use handback ID)",
+    )
+    p.add_argument("thread_id", metavar="ID")
+    p.add_argument("--force", action="store_true", help="take it from the person who holds it now")
+    add_person(p)
+    add_runs_dir(p)
+    p.add_argument(
+        "--checkpointer",
+        default=None,
+        metavar="URL",
+        help="where the run's checkpoints live (default: VNC_USE_DATABASE_URL, else "
+        "RUNS_DIR/vnc-use.sqlite)",
+    )
+    server_commands.add_server_options(p)
+    fleet_commands.add_fleet_options(p)
+    p.set_defaults(func=command_takeover)
+
+
+def command_takeover(args: argparse.Namespace) -> int:
+    """``vnc-use takeover ID``: the run pauses at its next step boundary; the desktop is the
+    person's until ``vnc-use handback ID``."""
+    from vnc_use.runs.executor import LocalExecutor
+
+    person = args.person or config.person_name()
+    executor = _elsewhere(args)
+    if executor is None:
+        _refuse_fleet_run(args)
+        saved = _run_settings(args)
+        executor = LocalExecutor(args.runs_dir, checkpointer=_checkpointer(args, saved))
+    try:
+        result = executor.takeover(args.thread_id, person, force=args.force)
+    finally:
+        executor.close()
+    human = result.human or {}
+    t = args.thread_id
+    print(
+        f"run {t} waits for you ({result.status}): {human.get('holder') or person} has its "
+        f"desktop since {since_text(human.get('since'))}"
+    )
+    print(f"  use it: vnc-use view --interactive {t}")
+    print(f'  hand it back: vnc-use handback {t} --note "what you did"')
+    return 0
 
 
 def _register_replay(sub: Any) -> None:
@@ -285,6 +367,10 @@ def _verb(executor: Any, args: argparse.Namespace, spec: RunSpec | None, tid: st
         return executor.start(spec, args.task, tid)  # type: ignore[no-any-return]
     if args.command in ("approve", "deny"):
         return executor.answer(args.thread_id, args.command, spec=spec)  # type: ignore[no-any-return]
+    if args.command == "handback" or getattr(args, "answer", None) is not None:
+        note = args.note if args.command == "handback" else args.answer
+        person = getattr(args, "person", None) or config.person_name()
+        return executor.handback(args.thread_id, note, person=person, spec=spec)  # type: ignore[no-any-return]
     max_cost = getattr(args, "max_cost", None)
     return executor.resume(args.thread_id, spec=spec, max_cost=max_cost)  # type: ignore[no-any-return]
 
@@ -294,7 +380,7 @@ def _here(args: argparse.Namespace) -> int:
     from vnc_use.runs.executor import LocalExecutor
     from vnc_use.runs.open import sensitive_values
 
-    if args.command in ("approve", "deny", "resume"):
+    if args.command in ("approve", "deny", "resume", "handback"):
         _refuse_fleet_run(args)
     saved = None if args.command == "run" else _run_settings(args)
     spec = run_spec(args) if saved is None else saved_run_spec(args, saved)
@@ -387,7 +473,7 @@ def _refuse_fleet_run(args: argparse.Namespace) -> None:
 
     url = args.checkpointer or config.database_url()
     if url and is_postgres_url(url) and fleet_has_run(url, args.thread_id):
-        where = f" --vnc {args.vnc}" if args.vnc else ""
+        where = f" --vnc {args.vnc}" if getattr(args, "vnc", None) else ""
         raise ConfigError(
             f"run {args.thread_id} is a fleet run (the fleet keeps its history and outcome): "
             f"continue it through the fleet: vnc-use {args.command} {args.thread_id} --fleet URL"

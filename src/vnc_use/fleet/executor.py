@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from vnc_use.errors import ConfigError
 from vnc_use.runs import rules
-from vnc_use.runs.executor import Decision, refusal
+from vnc_use.runs.executor import NOT_YET, Decision, refusal
 from vnc_use.runs.spec import RunSpec
 from vnc_use.status import RunStatus
 
@@ -197,6 +197,19 @@ class FleetExecutor:
                 storage.journal(thread_id).request_stop()
             finally:
                 storage.close()
+
+    def takeover(self, thread_id: str, person: str, *, force: bool = False) -> RunResult:
+        raise ConfigError(NOT_YET.format(flags=self.flags))
+
+    def handback(
+        self,
+        thread_id: str,
+        note: str | None = None,
+        *,
+        person: str | None = None,
+        spec: RunSpec | None = None,
+    ) -> RunResult:
+        raise ConfigError(NOT_YET.format(flags=self.flags))
 
     def where(self, result: RunResult) -> str:
         worker = self._workers.get(result.thread_id)

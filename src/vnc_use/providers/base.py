@@ -9,7 +9,11 @@ provider's SDK crosses this line. History records (built by :mod:`vnc_use.provid
 - ``{"turn": "model", "content": TURN}`` -- a model turn: ``TURN`` is the planner's own opaque,
   JSON-able record (:attr:`Proposal.turn`), read back by that planner only;
 - ``{"turn": "user", "responses": [CallResult, ...]}`` -- the results of every call of the
-  previous model turn, in call order.
+  previous model turn, in call order;
+- ``{"turn": "user", "person": {...}, "text": TEXT, "screenshot": SHA, "screen_size": [W, H]}``
+  -- a person's turn: a person answered the model's question or used the desktop (and handed
+  it back); ``TEXT`` tells the model so in plain words (with the person's note), with a fresh
+  screenshot. Each planner sends it its provider's own way (a user turn).
 """
 
 from __future__ import annotations
@@ -41,12 +45,14 @@ SafetyMark = Literal["none", "needs_confirmation", "blocked"]
 before the call runs; ``blocked`` never runs and is never shown for approval: the turn that
 carries it ends the run (status ``blocked``)."""
 
-StopReason = Literal["finished", "calls", "blocked", "error", "diverged", "failed"]
+StopReason = Literal["finished", "calls", "blocked", "error", "diverged", "failed", "asks_person"]
 """Why the model's turn ended: it finished normally, it wants calls run, it (or a filter)
 refused, or its answer was empty, cut short or otherwise unexpected; ``diverged``: a replay
 (:mod:`vnc_use.replay`) found the screen not as recorded (the run ends ``diverged``);
 ``failed``: the model ended the task saying it failed (an explicit failure signal of its
-dialect; the run ends ``failed``, ``stop_message`` holds the model's words)."""
+dialect; the run ends ``failed``, ``stop_message`` holds the model's words);
+``asks_person``: the model asks for a person (its question is the turn's ``text``): the run
+waits for one (``awaiting_human``) and the answer comes back as a person's turn."""
 
 HistoryRecord = Mapping[str, Any]
 """One turn of the conversation as stored in state (see the module docstring)."""

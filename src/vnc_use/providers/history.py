@@ -37,3 +37,17 @@ def model_turn(record: dict[str, Any]) -> dict[str, Any]:
 def responses_turn(results: Sequence[CallResult]) -> dict[str, Any]:
     """The user turn that answers every call of the previous model turn, in order."""
     return {"turn": "user", "responses": [dict(r) for r in results]}
+
+
+def person_turn(
+    text: str,
+    screenshot: str | None,
+    screen_size: tuple[int, int] | None,
+    person: dict[str, Any],
+) -> dict[str, Any]:
+    """A person's turn: ``text`` tells the model in plain words what a person did (answered
+    its question, used the desktop and handed it back, with their note), with a fresh
+    screenshot; ``person`` keeps the facts (seconds held, clicks, key presses: never text)."""
+    turn = task_turn(text, screenshot, screen_size)
+    turn["person"] = dict(person)
+    return turn

@@ -91,6 +91,9 @@ class RunRecord(BaseModel):
     """``[INPUT, OUTPUT]`` USD per million tokens given with ``--price`` (else the table's)."""
     cost_usd: Number | None = None
     """What the run's model calls cost (None: unknown: no price for its model)."""
+    human: dict[str, Any] | None = None
+    """While the run is ``awaiting_human``: who asked for a person (``asked_by``: ``model`` or
+    ``person``), the model's ``question``, who holds the desktop (``holder``) and ``since``."""
     checkpointer: str | None = None
     replay: dict[str, Any] | None = None
     served: bool | None = None

@@ -21,7 +21,9 @@ __all__ = ["RunSummary", "list_runs", "read_events", "run_folder", "summarize"]
 
 _END_EVENTS = frozenset({"run_ended", "run_paused"})
 # events that mean the run went on after it last ended or paused
-_ACTIVITY = frozenset({"resumed", "approved", "denied", "model_request", "action", "observe"})
+_ACTIVITY = frozenset(
+    {"resumed", "approved", "denied", "model_request", "action", "observe", "handed_back"}
+)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,8 @@ closed, and also when the agent's process dies (its pipe ends).
   any moment leaves a file that plays up to about a second before.
 * **Segments**: every leg of a run (a start, each resume/approve) is a segment of its own:
   ``video.mp4``, then ``video-2.mp4``... ``video.json`` lists them with their wall-clock start
-  (the report maps each step's moment onto a segment and an offset).
+  (the report maps each step's moment onto a segment and an offset). A person's part (the
+  interactive view of a run taken over) is a segment too, marked ``"person": true``.
 """
 
 from __future__ import annotations
@@ -93,6 +94,8 @@ class VideoSegment:
     """When it was closed cleanly (None: still recording, or its process died)."""
     frames: int = 0
     dropped: int = 0
+    person: bool = False
+    """A person's part: recorded while a person held the run's desktop (a takeover)."""
 
 
 def read_segments(run_dir: str | Path) -> list[VideoSegment]:
@@ -111,6 +114,7 @@ def read_segments(run_dir: str | Path) -> list[VideoSegment]:
                 None if s.get("ended") is None else float(s["ended"]),
                 int(s.get("frames", 0)),
                 int(s.get("dropped", 0)),
+                bool(s.get("person", False)),
             )
         except (KeyError, TypeError, ValueError):
             continue
@@ -119,14 +123,17 @@ def read_segments(run_dir: str | Path) -> list[VideoSegment]:
     return out
 
 
-def record_desktop(desktop: Any, run_dir: str | Path, fps: float) -> VideoRecorder | None:
+def record_desktop(
+    desktop: Any, run_dir: str | Path, fps: float, *, person: bool = False
+) -> VideoRecorder | None:
     """Start a segment fed by ``desktop``'s connection (a
     :class:`~vnc_use.desktops.base.Recordable` desktop); None for one that cannot be
-    recorded."""
+    recorded. ``person``: the segment is a person's part (a takeover), marked so in
+    ``video.json``."""
     found = recordable(desktop)
     if found is None:
         return None
-    recorder = VideoRecorder(run_dir, fps).start()
+    recorder = VideoRecorder(run_dir, fps, person=person).start()
     found.start_recording(recorder)
     return recorder
 
@@ -156,11 +163,15 @@ def _write_index(folder: Path, segments: list[dict[str, Any]]) -> None:
 class VideoRecorder:
     """One segment of a run's video (see the module docstring); a frame sink."""
 
-    def __init__(self, run_dir: str | Path, fps: float = DEFAULT_VIDEO_FPS) -> None:
+    def __init__(
+        self, run_dir: str | Path, fps: float = DEFAULT_VIDEO_FPS, *, person: bool = False
+    ) -> None:
         if not fps > 0:
             raise ValueError(f"the video's frame rate must be positive, got {fps}")
         self.fps = float(fps)
         self.folder = Path(run_dir)
+        self.person = person
+        """This segment is a person's part (``"person": true`` in ``video.json``)."""
         self._proc: subprocess.Popen[bytes] | None = None
         self._pipe: IO[bytes] | None = None
         self._lock = threading.Lock()  # the pipe: the tap's offers and close()
@@ -190,6 +201,7 @@ class VideoRecorder:
                 "ended": s.ended,
                 "frames": s.frames,
                 "dropped": s.dropped,
+                **({"person": True} if s.person else {}),
             }
             for s in read_segments(self.folder)
         ]
@@ -198,7 +210,10 @@ class VideoRecorder:
             n += 1
         self.file = self.folder / _segment_name(n)
         self._t0, self._wall0 = time.monotonic(), time.time()
-        self._segments.append({"file": self.file.name, "started": round(self._wall0, 3)})
+        segment: dict[str, Any] = {"file": self.file.name, "started": round(self._wall0, 3)}
+        if self.person:
+            segment["person"] = True
+        self._segments.append(segment)
         self._index = len(self._segments) - 1
         _write_index(self.folder, self._segments)
         hello = {

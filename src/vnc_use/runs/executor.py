@@ -21,7 +21,13 @@ do not care which:
     how a run stands, without running anything;
 ``stop(thread_id)``
     a stop at the next step boundary, asked for from any process (the run ends
-    ``interrupted`` and can be resumed).
+    ``interrupted`` and can be resumed);
+``takeover(thread_id, person, force=False)``
+    a person takes the run's desktop: the run pauses at its next step boundary and waits
+    (``awaiting_human``, its desktop kept for it: :mod:`vnc_use.runs.takeover`);
+``handback(thread_id, note=None, person=None)``
+    the desktop handed back (or the model's question answered): the run goes on from a
+    fresh screenshot, here, and the model is told what the person did and the note.
 
 Every verb returns a :class:`~vnc_use.agent.state.RunResult` (``stop``: None) and refuses
 with a one-line :class:`~vnc_use.errors.ConfigError` what the run rules refuse. ``answer``
@@ -112,6 +118,22 @@ class Executor(Protocol):
 
     def stop(self, thread_id: str) -> None:
         """Ask run ``thread_id`` to stop at its next step boundary (it ends ``interrupted``)."""
+        ...
+
+    def takeover(self, thread_id: str, person: str, *, force: bool = False) -> RunResult:
+        """A person takes run ``thread_id``'s desktop; returns once the run waits for them."""
+        ...
+
+    def handback(
+        self,
+        thread_id: str,
+        note: str | None = None,
+        *,
+        person: str | None = None,
+        spec: RunSpec | None = None,
+    ) -> RunResult:
+        """Hand run ``thread_id`` back (or answer the model's question with ``note``);
+        returns when it next ends or pauses."""
         ...
 
     def where(self, result: RunResult) -> str:
@@ -306,6 +328,34 @@ class LocalExecutor:
         with self._stored(thread_id) as (storage, snap):
             rules.check("stop", thread_id, run_state(snap))
             storage.journal(thread_id).request_stop()
+
+    def takeover(self, thread_id: str, person: str, *, force: bool = False) -> RunResult:
+        """Take the run's desktop for ``person`` (:mod:`vnc_use.runs.takeover`): the leg
+        acting for it, in any process, pauses at its next step boundary (this waits until it
+        has); a run nobody acts for is paused here."""
+        from vnc_use import config
+        from vnc_use.runs.takeover import take_over
+
+        with self._stored(thread_id) as (storage, _):
+            return take_over(
+                storage,
+                self.runs_dir,
+                thread_id,
+                person,
+                force=force,
+                secrets=list(config.secret_values()),
+            )
+
+    def handback(
+        self,
+        thread_id: str,
+        note: str | None = None,
+        *,
+        person: str | None = None,
+        spec: RunSpec | None = None,
+    ) -> RunResult:
+        agent = self._agent_for(thread_id, spec)
+        return self._leg(thread_id, lambda: agent.handback(thread_id, note, person=person))
 
     @contextlib.contextmanager
     def _stored(self, thread_id: str) -> Iterator[tuple[Storage, Any]]:
@@ -510,6 +560,98 @@ class ServedExecutor:
             for run in self.api.runs.list(thread_id, status="running") or []:
                 self.api.runs.cancel(thread_id, run["run_id"], action="interrupt")
 
+    def _holds(self, thread_id: str) -> tuple[Any, Any]:
+        """The thread's spec (the server keeps it) and its desktop's holds, in the database
+        the server keeps them in (``VNC_USE_DATABASE_URL``, else the spec's runs folder: this
+        machine must share it with the server)."""
+        from vnc_use import config
+        from vnc_use.runs.spec import SPEC_NAMESPACE
+        from vnc_use.store.storage import open_storage
+
+        item = self.api.store.get_item(list(SPEC_NAMESPACE), thread_id) or {}
+        spec = RunSpec.from_json(item.get("value") or {})
+        storage = open_storage(config.database_url(), Path(spec.runs_dir))
+        return spec, storage
+
+    def takeover(self, thread_id: str, person: str, *, force: bool = False) -> RunResult:
+        """A person takes a served run's desktop: a leg under way pauses itself at its next
+        step boundary (the server's leg checks the hold); an idle thread is paused here."""
+        import time as clock
+
+        from vnc_use.runs import remote
+
+        with remote.reaching(self.url):
+            state, _ = self._state(thread_id)
+            rules.check("takeover", thread_id, state)
+            spec, storage = self._holds(thread_id)
+            try:
+                holds = storage.holds(spec.desktop_key)
+                _check_holds(holds, thread_id, force)
+                hold = holds.take(thread_id, person)
+                human = {"asked_by": "person", "holder": person, "since": hold.since}
+                human["epoch"] = hold.epoch
+                deadline = clock.monotonic() + spec.lease_timeout
+                while self.api.threads.get(thread_id).get("status") == "busy":
+                    if clock.monotonic() >= deadline:
+                        raise ConfigError(
+                            f"run {thread_id!r} did not reach a step boundary within "
+                            f"{spec.lease_timeout:g} s; it pauses at its next one"
+                        )
+                    clock.sleep(0.2)
+                values = (self.api.threads.get_state(thread_id) or {}).get("values") or {}
+                if (values.get("human") or {}).get("epoch") != hold.epoch:
+                    update = {"status": "awaiting_human", "done": True, "human": human}
+                    self.api.threads.update_state(thread_id, update, as_node="act")
+                return remote.outcome(self.api, thread_id)
+            finally:
+                storage.close()
+
+    def handback(
+        self,
+        thread_id: str,
+        note: str | None = None,
+        *,
+        person: str | None = None,
+        spec: RunSpec | None = None,
+    ) -> RunResult:
+        """Hand a served run back: its next leg runs on the server, from a fresh screenshot."""
+        import time as clock
+
+        from vnc_use.agent.human import handed_back
+        from vnc_use.runs import remote
+
+        with remote.reaching(self.url):
+            state, values = self._state(thread_id)
+            rules.check("handback", thread_id, state)
+            human = dict(values.get("human") or {})
+            kept, storage = self._holds(thread_id)
+            try:
+                holds = storage.holds(kept.desktop_key)
+                hold = holds.held_for(thread_id)
+                if hold is not None and person and hold.holder and person != hold.holder:
+                    raise ConfigError(
+                        f"run {thread_id!r} is held by {hold.describe()}, not by {person}: "
+                        f"only they hand it back (or take it first: vnc-use takeover "
+                        f"{thread_id} --force)"
+                    )
+                if hold is not None:
+                    holds.free(thread_id, person or hold.holder)
+            finally:
+                storage.close()
+            since = float((hold.since if hold else None) or human.get("since") or clock.time())
+            returned: dict[str, Any] = {
+                "asked_by": human.get("asked_by", "model"),
+                "note": (note or "").strip() or None,
+                "seconds": round(max(0.0, clock.time() - since), 1),
+            }
+            if returned["asked_by"] == "person":
+                from vnc_use.runs.takeover import person_input
+
+                returned.update(person_input(Path(kept.runs_dir) / thread_id, since))
+            update = handed_back(values, returned)
+            self.api.threads.update_state(thread_id, update, as_node="act")
+            return self._follow(thread_id, input=None)
+
     def where(self, result: RunResult) -> str:
         return f" on {self.url}"
 
@@ -527,6 +669,28 @@ class ServedExecutor:
 
     def close(self) -> None:
         """Nothing to let go: the client holds no connection between calls."""
+
+
+def _check_holds(holds: Any, thread_id: str, force: bool) -> None:
+    """A run a person holds is refused naming them (unless ``force``); a desktop a person
+    holds for another run is refused."""
+    held = holds.held_for(thread_id)
+    if held is not None and not force:
+        raise ConfigError(
+            f"run {thread_id!r} is held by {held.describe()}; --force takes it from them"
+        )
+    other = holds.held_for_other(thread_id)
+    if other is not None:
+        raise ConfigError(
+            f"the desktop {holds.desktop} is held by {other.describe()} for run {other.run}"
+        )
+
+
+NOT_YET = (
+    "takeover and handback work for local and served runs only so far, not with {flags}: "
+    "take over a run started without --fleet"
+)
+"""The one-line refusal of the executors that cannot take a run over yet."""
 
 
 def served_state(thread: Mapping[str, Any], found: Mapping[str, Any]) -> str:

@@ -80,7 +80,9 @@ from vnc_use.runs.open import (
 )
 from vnc_use.runs.spec import RunSpec
 from vnc_use.status import RunStatus
+from vnc_use.store.holds import DesktopHolds, Hold, leg_fence
 from vnc_use.store.journal import import_jsonl
+from vnc_use.store.lease import LeaseBusy
 
 if TYPE_CHECKING:  # imported when first connecting: Twisted stays out of desktop= runs
     from vnc_use.desktops.vnc import VNCController
@@ -262,6 +264,37 @@ class RunHost:
             return self._result(thread_id, folder, emit=False)
         with self._leased(thread_id):
             folder.event("resumed", thread_id=thread_id)
+            return self._invoke(None, thread_id, folder)
+
+    def handback(
+        self, thread_id: str, note: str | None = None, *, person: str | None = None
+    ) -> RunResult:
+        """Continue a run that waits for a person (``awaiting_human``): the model's question
+        answered with ``note``, or the desktop a person took over handed back (``person``:
+        who hands it back; only the holder may, :mod:`vnc_use.runs.takeover`). The run goes
+        on in this process from a fresh screenshot; the model's next request says what the
+        person did (how long, their clicks and key presses: counts) and the note."""
+        from vnc_use.agent.human import handed_back
+        from vnc_use.runs.takeover import person_input
+
+        snap = self._existing(thread_id)
+        rules.check("handback", thread_id, run_state(snap))
+        self._planner_of(thread_id).check_ready()  # before the desktop is touched
+        human = dict(snap.values.get("human") or {})
+        folder = self._folder(thread_id)
+        with self._leased(thread_id, handing_back=person or config.person_name()) as hold:
+            since = float((hold.since if hold else None) or human.get("since") or time.time())
+            returned: dict[str, Any] = {
+                "asked_by": human.get("asked_by", "model"),
+                "note": (note or "").strip() or None,
+                "seconds": round(max(0.0, time.time() - since), 1),
+            }
+            if returned["asked_by"] == "person":
+                returned.update(person_input(folder.path, since))
+            self.graph.update_state(
+                self._config(thread_id), handed_back(snap.values, returned), as_node="act"
+            )
+            folder.event("handed_back", thread_id=thread_id, holder=person, **returned)
             return self._invoke(None, thread_id, folder)
 
     def result(self, thread_id: str) -> RunResult:
@@ -540,13 +573,24 @@ class RunHost:
                 f"{exc} (run {thread_id} is still waiting for approval: nothing was done)"
             ) from None
 
-    @contextlib.contextmanager
-    def _leased(self, thread_id: str) -> Iterator[None]:
-        """Hold the desktop's lease (a VNC address; a given desktop has none) for the block."""
+    def _lease_key(self) -> str | None:
+        """The address the desktop's lease is keyed by (None: a given desktop has none)."""
         if self.vnc_server is None:
-            yield
+            return None
+        return self.spec.desktop.lease_key if self.spec.desktop.rdp_server else self.vnc_server
+
+    @contextlib.contextmanager
+    def _leased(self, thread_id: str, handing_back: str | None = None) -> Iterator[Hold | None]:
+        """Hold the desktop's lease (a VNC address; a given desktop has none) for the block.
+
+        A desktop a person holds (:mod:`vnc_use.store.holds`) is not taken: for another run
+        it is busy (waited for like a lease); for this run only a hand-back by the holder
+        (``handing_back``: who hands it back) goes on, and frees it; the block gets the hold
+        it freed."""
+        key = self._lease_key()
+        if key is None:
+            yield None
             return
-        key = self.spec.desktop.lease_key if self.spec.desktop.rdp_server else self.vnc_server
         lease = self.storage.lease(key, thread_id)
 
         def waiting(holder: str | None) -> None:  # the run has no folder yet: tell on_event
@@ -562,8 +606,26 @@ class RunHost:
                     }
                 )
 
-        with lease.hold(self.lease_timeout, waiting):
-            yield
+        holds = self.storage.holds(key)
+        deadline = time.monotonic() + self.lease_timeout
+        told = False
+        while True:
+            try:
+                lease.acquire(max(0.0, deadline - time.monotonic()), waiting)
+            except LeaseBusy as busy:  # named with the whole wait
+                raise LeaseBusy(busy.desktop, busy.holder, self.lease_timeout) from None
+            with contextlib.ExitStack() as held:
+                held.callback(lease.release)
+                other = holds.held_for_other(thread_id)
+                if other is None:
+                    yield _person_hold(holds, thread_id, handing_back)
+                    return
+            if time.monotonic() >= deadline:  # a person holds it for another run
+                raise LeaseBusy(lease.desktop, other.run, self.lease_timeout, person=other)
+            if not told:
+                waiting(other.run)
+                told = True
+            time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
 
     def _config(self, thread_id: str) -> Any:
         return {"configurable": {"thread_id": thread_id}}
@@ -621,6 +683,7 @@ class RunHost:
         error: str | None = None
         interrupted = False
         deadline: float | None = None
+        fence = self._fence(thread_id)
         while True:
             self._control = RunControl()
             try:
@@ -632,6 +695,7 @@ class RunHost:
                     journal=journal,
                     secrets=self.sensitive_text,
                     stop=self._stop,
+                    fence=fence,
                 )
                 self._record_video_of(ctx.desktop)
                 # "sync": each step's checkpoint is on disk before the next step starts, so
@@ -676,6 +740,15 @@ class RunHost:
                 self._control = None
             break
         return self._result(thread_id, folder, error=error, interrupted=interrupted)
+
+    def _fence(self, thread_id: str) -> Callable[[], dict[str, Any] | None] | None:
+        """The leg's step-boundary check of its desktop's hold (:mod:`vnc_use.store.holds`):
+        a person who took the run over pauses it; a desktop whose epoch moved on otherwise
+        refuses this leg's writes (a stale holder)."""
+        key = self._lease_key()
+        if key is None:
+            return None
+        return leg_fence(self.storage.holds(key), thread_id)
 
     @contextlib.contextmanager
     def _recording(self, folder: RunFolder) -> Iterator[None]:
@@ -784,6 +857,26 @@ def _watching_stops(journal: Any, stop: Callable[[], None]) -> Iterator[None]:
     finally:
         done.set()
         watcher.join()
+
+
+def _person_hold(holds: DesktopHolds, thread_id: str, handing_back: str | None) -> Hold | None:
+    """Under the lease: the person's hold of this run's desktop, freed when ``handing_back``
+    is its holder (returned); a run a person holds does not go on otherwise (one line)."""
+    hold = holds.held_for(thread_id)
+    if hold is None:
+        return None
+    if handing_back is None:
+        raise ConfigError(
+            f"run {thread_id!r} is held by {hold.describe()}: it goes on when they hand it "
+            f"back (vnc-use handback {thread_id})"
+        )
+    if handing_back and hold.holder and handing_back != hold.holder:
+        raise ConfigError(
+            f"run {thread_id!r} is held by {hold.describe()}, not by {handing_back}: only "
+            f"they hand it back (or take it first: vnc-use takeover {thread_id} --force)"
+        )
+    holds.free(thread_id, handing_back or hold.holder)
+    return hold
 
 
 def run_state(snap: Any) -> str:

@@ -103,6 +103,9 @@ def outcome(api: Any, tid: str) -> RunResult:
         error=error,
         pending_call=pending,
         cost_usd=run_cost(values) if values else None,
+        human=dict(values["human"])
+        if status == RunStatus.AWAITING_HUMAN and values.get("human")
+        else None,
     )
 
 

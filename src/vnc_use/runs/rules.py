@@ -4,15 +4,24 @@ Spelled once here and applied by every executor (:mod:`vnc_use.runs.executor`: i
 process, on LangGraph Server, on the fleet), so a verb answers the same way wherever the run
 executes:
 
-=================  ==============  ===================  ===================  ======
-state              approve / deny  resume               stop                 result
-=================  ==============  ===================  ===================  ======
-awaiting_approval  answer          refused              refused              show
-running            refused         refused              stop                 show
-interrupted        refused         continue             stop                 show
-stuck, cost_limit  refused         reopen               refused              show
-finished           refused         show (no change)     refused              show
-=================  ==============  ===================  ===================  ======
+=================  =========  ==================  =======  ======  ========  =========
+state              approve,   resume              stop     result  takeover  handback
+                   deny
+=================  =========  ==================  =======  ======  ========  =========
+awaiting_approval  answer     refused             refused  show    refused   refused
+awaiting_human     refused    refused (--answer)  refused  show    held [1]  hand back
+running            refused    refused             stop     show    take      refused
+interrupted        refused    continue            stop     show    take      refused
+stuck, cost_limit  refused    reopen              refused  show    refused   refused
+finished           refused    show (no change)    refused  show    refused   refused
+=================  =========  ==================  =======  ======  ========  =========
+
+[1] a run a person holds already is refused in one line naming who holds it and since when
+(``--force`` takes it from them); one the model asked a person for is taken (the person who
+answers may want the desktop first).
+
+A run ``awaiting_human`` is continued by ``handback`` (``resume --answer TEXT`` is the same as
+``handback --note TEXT``); a plain ``resume`` is refused in one line naming the command.
 
 The state is what an executor sees of the run (:func:`state_of`): ``running`` is a run known
 to be under way (a fleet's queued or running leg, a server's busy thread); ``interrupted`` is
@@ -49,16 +58,26 @@ __all__ = [
     "state_of",
 ]
 
-Verb = Literal["approve", "deny", "resume", "stop", "result"]
-VERBS: tuple[Verb, ...] = ("approve", "deny", "resume", "stop", "result")
+Verb = Literal["approve", "deny", "resume", "stop", "result", "takeover", "handback"]
+VERBS: tuple[Verb, ...] = (
+    "approve",
+    "deny",
+    "resume",
+    "stop",
+    "result",
+    "takeover",
+    "handback",
+)
 
-Way = Literal["answer", "continue", "reopen", "show", "stop"]
+Way = Literal["answer", "continue", "reopen", "show", "stop", "take", "hand_back"]
 """What a verb does to a run it accepts: ``answer`` the pending approval, ``continue`` from the
 last checkpoint, ``reopen`` a stuck or cost-limited run, ``show`` it as it is, request a
-``stop`` at the next step boundary."""
+``stop`` at the next step boundary, ``take`` the desktop for a person (the run pauses at its
+next step boundary), ``hand_back`` the desktop (the run goes on)."""
 
 REOPENS = frozenset({RunStatus.STUCK.value, RunStatus.COST_LIMIT.value})
 WAITING = RunStatus.AWAITING_APPROVAL.value
+HUMAN = RunStatus.AWAITING_HUMAN.value
 RUNNING = RunStatus.RUNNING.value
 INTERRUPTED = RunStatus.INTERRUPTED.value
 
@@ -93,9 +112,25 @@ def check(verb: Verb, thread_id: str, state: str) -> Way:
         if state not in (RUNNING, INTERRUPTED):
             raise ConfigError(f"run {thread_id!r} is not running ({state}): nothing to stop")
         return "stop"
+    if verb in ("takeover", "handback"):
+        return _person_way(verb, thread_id, state)
     if verb != "resume":
         raise ConfigError(f"unknown verb {verb!r}: use one of {', '.join(VERBS)}")
     return _resume_way(thread_id, state)
+
+
+def _person_way(verb: Verb, thread_id: str, state: str) -> Way:
+    """What ``takeover`` and ``handback`` do in ``state`` (the module's table)."""
+    if verb == "handback":
+        if state != HUMAN:
+            raise ConfigError(
+                f"run {thread_id!r} is not waiting for a person ({state}): nothing to hand back"
+            )
+        return "hand_back"
+    if state not in (RUNNING, INTERRUPTED, HUMAN):
+        why = "answer its approval first (approve or deny)" if state == WAITING else "it is over"
+        raise ConfigError(f"run {thread_id!r} cannot be taken over ({state}): {why}")
+    return "take"
 
 
 def _resume_way(thread_id: str, state: str) -> Way:
@@ -103,6 +138,11 @@ def _resume_way(thread_id: str, state: str) -> Way:
     if state == WAITING:
         raise ConfigError(
             f"run {thread_id!r} waits for an approval: answer it with approve or deny, not resume"
+        )
+    if state == HUMAN:
+        raise ConfigError(
+            f"run {thread_id!r} waits for a person: continue it with 'vnc-use handback "
+            f"{thread_id} --note TEXT' (or resume --answer TEXT)"
         )
     if state == RUNNING:
         raise ConfigError(f"run {thread_id!r} is running already: wait for it, or stop it first")

@@ -52,6 +52,7 @@ from vnc_use.record.video import VideoRecorder, record_desktop, stop_recording
 from vnc_use.runs.leg import run_record_of, write_run_record
 from vnc_use.runs.open import MISSING_ON_SERVER, open_planner, run_folder, sensitive_values
 from vnc_use.runs.spec import SPEC_NAMESPACE, RunSpec
+from vnc_use.store.holds import leg_fence
 from vnc_use.store.lease import Lease
 from vnc_use.store.storage import Storage, open_storage
 
@@ -182,6 +183,7 @@ def open_live(spec: RunSpec, thread_id: str) -> LiveRun:
         journal=storage.journal(thread_id),
         secrets=sensitive,
         stop=threading.Event(),
+        fence=leg_fence(storage.holds(spec.desktop_key), thread_id),
     )
     return LiveRun(
         context=ctx,

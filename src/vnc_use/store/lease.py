@@ -54,9 +54,16 @@ _POLL_S = 0.1
 class LeaseBusy(VncUseError):
     """Another run held the desktop for longer than the lease timeout."""
 
-    def __init__(self, desktop: str, holder: str | None, waited: float) -> None:
+    def __init__(self, desktop: str, holder: str | None, waited: float, person: Any = None) -> None:
         self.desktop = desktop
         self.holder = holder
+        if person is not None:  # a person took it over for a run (vnc_use.store.holds.Hold)
+            super().__init__(
+                f"the desktop {desktop} is held by {person.describe()}, who took over run "
+                f"{holder} (waited {waited:g} s for it); wait until they hand it back "
+                f"(vnc-use handback {holder})"
+            )
+            return
         who = f"run {holder}" if holder else "another run"
         super().__init__(
             f"the desktop {desktop} is in use by {who} (waited {waited:g} s for it); wait "

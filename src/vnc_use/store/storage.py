@@ -36,6 +36,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from vnc_use.errors import ConfigError, StorageError
+from vnc_use.store.holds import DesktopHolds
 from vnc_use.store.journal import Journal, JournalStore, SqliteJournalStore
 from vnc_use.store.lease import FileLease, Lease, PostgresLease
 
@@ -85,6 +86,12 @@ class Storage:
     def lease(self, address: str, holder: str) -> Lease:
         """The lease of the desktop at ``address`` for run ``holder`` (not yet taken)."""
         raise NotImplementedError
+
+    def holds(self, address: str) -> DesktopHolds:
+        """A person's holds on the desktop at ``address`` (:mod:`vnc_use.store.holds`), kept
+        with the journal."""
+        desktop = self.lease(address, "-").desktop
+        return DesktopHolds(self.journal(f"@desktop:{desktop}").store, desktop)
 
     def _open_saver(self) -> BaseCheckpointSaver[Any]:
         raise NotImplementedError

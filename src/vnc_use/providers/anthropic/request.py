@@ -236,6 +236,15 @@ class _Answers:
         return blocks
 
 
+def _add_user(messages: list[dict[str, Any]], content: list[Any], *, person: bool) -> None:
+    """A user message; a person's turn right after the results (or the task) joins that
+    message, the tool results first (the roles alternate)."""
+    if person and messages and messages[-1]["role"] == "user":
+        messages[-1]["content"].extend(content)
+    else:
+        messages.append({"role": "user", "content": content})
+
+
 def build(
     history: Sequence[HistoryRecord],
     load_png: LoadPng,
@@ -278,7 +287,7 @@ def build(
                 count += 1
         count += answers.count
         record = {}
-        messages.append({"role": "user", "content": content})
+        _add_user(messages, content, person=bool(turn.get("person")))
     for sha in set(images.cache) - images.used:
         del images.cache[sha]
     return Built(messages, [tool_entry(choice, image_size)], image_size, pointer, count)

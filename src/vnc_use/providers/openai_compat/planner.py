@@ -270,8 +270,14 @@ class OpenAICompatPlanner:
         choice = completion.choices[0]
         return Proposal(
             calls=calls,
-            text=parsed.text if parsed.finished else parsed.thought,
-            stop="failed" if parsed.failed else "finished" if parsed.finished else "calls",
+            text=parsed.text if parsed.finished or parsed.asks else parsed.thought,
+            stop="asks_person"
+            if parsed.asks
+            else "failed"
+            if parsed.failed
+            else "finished"
+            if parsed.finished
+            else "calls",
             stop_message=_failure_message(parsed),
             reason=choice.finish_reason,
             usage=_usage(completion),

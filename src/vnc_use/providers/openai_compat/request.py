@@ -228,6 +228,8 @@ def build(
             text = "\n".join(lines) or "Your calls ran."
             messages.append(_user(text + ("\nThe screen now:" if url else ""), url))
             record = {}
+        elif turn.get("person"):  # a person answered or used the desktop: plain words
+            messages.append(_user(str(turn.get("text", "")), url))
         else:
             messages.append(_user(dialect.task_text(str(turn.get("text", ""))), url))
     messages.extend(_answers(record, [])[0])

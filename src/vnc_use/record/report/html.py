@@ -40,6 +40,7 @@ __all__ = ["REPORT_CSS", "STATUS_TEXT", "render_html", "render_parts"]
 STATUS_TEXT: dict[str, str] = {
     RunStatus.DONE: "Done",
     RunStatus.AWAITING_APPROVAL: "Waiting for a person's approval",
+    RunStatus.AWAITING_HUMAN: "Waiting for a person",
     RunStatus.DENIED: "Denied",
     RunStatus.STEP_LIMIT: "Stopped: step budget reached",
     RunStatus.TIMEOUT: "Stopped: time budget reached",
@@ -68,7 +69,8 @@ h1 { font-size:22px; margin:0 0 4px; } h1 code { font-size:20px; }
 .status-diverged { background:#8e1b3a; }
 .shots.replayed { grid-template-columns:3fr 2fr 2fr; }
 .divergence .shots { grid-template-columns:1fr 1fr; }
-.status-awaiting_approval { background:#d97a00; } .status-denied { background:#6d4c41; }
+.status-awaiting_approval, .status-awaiting_human { background:#d97a00; }
+.status-denied { background:#6d4c41; }
 .status-step_limit, .status-timeout { background:#b35c00; }
 dl.facts { display:grid; grid-template-columns:repeat(auto-fill, minmax(210px, 1fr));
   gap:4px 18px; margin:14px 0; }
@@ -241,11 +243,23 @@ class _Page:
                 f"<code>vnc-use approve {escape(v.thread_id)}</code> &nbsp; Deny: "
                 f"<code>vnc-use deny {escape(v.thread_id)}</code></p>"
             )
+        if v.status == RunStatus.AWAITING_HUMAN and v.human:
+            t = escape(v.thread_id)
+            said = (
+                f"The model asks for a person: {escape(str(v.human.get('question') or ''))}"
+                if v.human.get("asked_by") == "model"
+                else f"A person has the desktop: {escape(str(v.human.get('holder') or ''))}"
+            )
+            parts.append(
+                f"<p>{said}<br>Hand it back: <code>vnc-use handback {t} --note TEXT</code></p>"
+            )
         if not parts:
             return ""
-        tone: str = {RunStatus.DONE.value: "", RunStatus.AWAITING_APPROVAL.value: " wait"}.get(
-            v.status, " bad"
-        )
+        tone: str = {
+            RunStatus.DONE.value: "",
+            RunStatus.AWAITING_APPROVAL.value: " wait",
+            RunStatus.AWAITING_HUMAN.value: " wait",
+        }.get(v.status, " bad")
         return f'<div class="outcome{tone}">{"".join(parts)}</div>'
 
     # -- steps -------------------------------------------------------------------------------

@@ -194,6 +194,8 @@ class RunView:
     error: str | None = None
     steps_done: int = 0
     pending_call: dict[str, Any] | None = None
+    human: dict[str, Any] | None = None
+    """While ``awaiting_human``: who asked for a person, the model's question, the holder."""
     last_shot: str | None = None
     """sha256 of the last screenshot of the run (what the screen showed at its end)."""
     items: list[StepView | Note | Divergence] = field(default_factory=list)
@@ -410,9 +412,36 @@ class _Reader:
         pending = e.get("pending_call")
         self.paused = pending if isinstance(pending, dict) else None
         name = self.paused.get("name", "an action") if self.paused else "an action"
-        self.view.items.append(
-            Note("paused", _num(e.get("ts")), f"paused: waiting for a person to approve {name}")
-        )
+        human = e.get("human") if isinstance(e.get("human"), dict) else None
+        self.view.human = human
+        if human and human.get("asked_by") == "model":
+            text = f"paused: the model asks for a person: {human.get('question') or ''}"
+        elif human:
+            text = f"paused: a person has the desktop ({human.get('holder') or 'a person'})"
+        else:
+            text = f"paused: waiting for a person to approve {name}"
+        self.view.items.append(Note("paused", _num(e.get("ts")), text))
+
+    def on_taken_over(self, e: dict[str, Any]) -> None:
+        who = e.get("holder") or "a person"
+        self.view.items.append(Note("person", _num(e.get("ts")), f"{who} took the desktop over"))
+
+    def on_person_input(self, e: dict[str, Any]) -> None:
+        where = f"({e.get('x')}, {e.get('y')})"
+        self.view.items.append(Note("person", _num(e.get("ts")), f"the person clicked at {where}"))
+
+    def on_handed_back(self, e: dict[str, Any]) -> None:
+        note = f"; their note: {e['note']}" if e.get("note") else ""
+        if e.get("asked_by") == "model":
+            text = f"a person answered the model{note}"
+        else:
+            seconds = float(e.get("seconds") or 0)
+            clicks, keys = int(e.get("clicks") or 0), int(e.get("keys") or 0)
+            text = (
+                f"a person had control, {seconds:.0f} s ({clicks} clicks, {keys} key presses; "
+                f"typed text is never recorded){note}"
+            )
+        self.view.items.append(Note("person", _num(e.get("ts")), text))
 
     def on_denied(self, e: dict[str, Any]) -> None:
         call = self._next_call()

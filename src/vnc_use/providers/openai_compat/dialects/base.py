@@ -87,13 +87,17 @@ class GridCall:
 
 @dataclass
 class Parsed:
-    """A parsed reply: calls to run, or a finish (``finished`` True, ``text`` the answer;
-    ``failed`` True when the model ended the task saying it failed)."""
+    """A parsed reply: calls to run, a finish (``finished`` True, ``text`` the answer;
+    ``failed`` True when the model ended the task saying it failed), or a request for a
+    person (``asks`` the model's question: the run waits for one)."""
 
     calls: list[GridCall] = field(default_factory=list)
     finished: bool = False
     text: str = ""
     thought: str = ""
+    asks: str | None = None
+    """The model asks for a person (UI-TARS ``call_user``, UI-Venus ``CallUser``): its
+    question, or what it was doing when it asked."""
     failed: bool = False
 
 
@@ -266,6 +270,7 @@ class Translator:
         self.pointer = frame.pointer
         self.calls: list[GridCall] = []
         self.finish: str | None = None
+        self.question: str | None = None
         self.failed = False
         self.source_id: str | None = None
         """The native tool call being translated (its id goes on each grid call)."""
@@ -293,10 +298,18 @@ class Translator:
             self.finish = text
             self.failed = failed
 
+    def ask(self, question: str) -> None:
+        """The model asks for a person: the run waits for one (the first request wins)."""
+        if self.question is None:
+            self.question = " ".join(question.split()) or "The model asks for a person's help."
+
     def result(self, thought: str) -> Parsed:
-        """The translated reply: calls if any (a finish next to calls is not acted on)."""
+        """The translated reply: calls if any (a finish or a request for a person next to
+        calls is not acted on), else a request for a person, else a finish."""
         if self.calls:
             return Parsed(calls=self.calls, thought=thought)
+        if self.question is not None:
+            return Parsed(asks=self.question, text=self.question, thought=thought)
         if self.finish is not None:
             text = self.finish or thought
             return Parsed(finished=True, text=text, thought=thought, failed=self.failed)

@@ -214,7 +214,8 @@ def _finished(t: Translator, name: str, args: Mapping[str, str]) -> None:
 
 
 def _call_user(t: Translator, name: str, args: Mapping[str, str]) -> None:
-    t.done(f"The model asks for a person's help: {t.intent}".strip())
+    # call_user() carries no text: the model's question is its Thought
+    t.ask(args.get("content") or t.intent)
 
 
 _HANDLERS: dict[str, Callable[[Translator, str, Mapping[str, str]], None]] = {

@@ -142,7 +142,8 @@ def _finished(t: Translator, call: PyCall) -> None:
 
 
 def _call_user(t: Translator, call: PyCall) -> None:
-    t.done(f"The model asks for a person's help: {call.get('content', 0, default='')}".strip())
+    content = call.get("content", 0, default="")
+    t.ask(content if isinstance(content, str) and content.strip() else t.intent)
 
 
 _HANDLERS: dict[str, Callable[[Translator, PyCall], None]] = {

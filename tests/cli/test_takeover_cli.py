@@ -1,0 +1,30 @@
+"""``vnc-use takeover`` / ``handback`` refusals: one line, exit 2, nothing started."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cli_tools import run_cli
+
+
+@pytest.mark.parametrize(
+    ("where", "said"),
+    [
+        (["--server", "http://127.0.0.1:9"], "cannot reach the server"),
+        (["--fleet", "postgresql://ann@127.0.0.1:1/f"], "--fleet"),
+    ],
+)
+def test_a_fleet_run_or_no_server_is_one_line(where: list[str], said: str, tmp_path: Path) -> None:
+    for verb in (["takeover", "r1"], ["handback", "r1", "--note", "done"]):
+        proc = run_cli([*verb, *where], cwd=tmp_path)
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert proc.stderr.count("\n") == 1 and said in proc.stderr, proc.stderr
+
+
+def test_an_unknown_run_is_one_line(tmp_path: Path) -> None:
+    for verb in (["takeover", "nope"], ["handback", "nope"], ["view", "--interactive", "nope"]):
+        proc = run_cli([*verb, "--runs-dir", str(tmp_path)])
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert proc.stderr.count("\n") == 1 and "nope" in proc.stderr, proc.stderr
