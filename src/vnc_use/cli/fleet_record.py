@@ -77,17 +77,17 @@ def _open(url: str, thread_id: str) -> tuple[FleetDb, RunStore]:
     return db, store
 
 
-def report_command(args: argparse.Namespace, url: str) -> int:
+def report_command(args: argparse.Namespace, url: str) -> Path:
     """``vnc-use report --fleet URL ID [--out FILE]``: fetch the run's folder into
-    ``--runs-dir`` and write its report there; ``--out FILE``: one file with everything."""
+    ``--runs-dir`` and write its report there; ``--out FILE``: one file with everything.
+    Returns the folder (the caller adds ``--gif`` and ``--video`` as for a local run)."""
     from vnc_use.fleet.blobs import FETCHED
     from vnc_use.record.folder import Redactor
-    from vnc_use.record.report import load_run, write_gif, write_report
+    from vnc_use.record.report import load_run, write_report
     from vnc_use.record.report.html import render_html
-    from vnc_use.record.video import read_segments
 
     runs_dir = Path(args.runs_dir)
-    folder = runs_dir / args.thread_id
+    folder = runs_dir / str(args.thread_id)
     marker = folder / FETCHED
     if (folder / "events.jsonl").exists() and not marker.exists():
         raise ConfigError(
@@ -120,16 +120,7 @@ def report_command(args: argparse.Namespace, url: str) -> int:
         print(f"report: {out} (screenshots and video inside)")
     else:
         print(f"report: {page}")
-    if args.gif:
-        gif = write_gif(folder, redact=redact)
-        print(f"gif: {gif}" if gif else "gif: none (the run has no screenshots)")
-    if args.video:
-        segments = read_segments(folder)
-        for segment in segments:
-            print(f"video: {folder / segment.file}")
-        if not segments:
-            print("video: none (the run was recorded with --no-video, or not on a VNC desktop)")
-    return EXIT_DONE
+    return folder
 
 
 def show_command(args: argparse.Namespace, url: str, show_folder: Callable[[Path], int]) -> int:

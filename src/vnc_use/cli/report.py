@@ -77,11 +77,12 @@ def _redactor() -> Redactor:
 
 def report_command(args: argparse.Namespace) -> int:
     """Write ``report.html`` (and ``report.gif``) for a run; print their paths."""
-    if args.fleet:
-        return fleet_record.report_command(args, fleet_url(args.fleet))
-    folder = run_folder(args.runs_dir, args.thread_id)
     redact = _redactor()
-    print(f"report: {write_report(folder, redact=redact, embed=args.embed)}")
+    if args.fleet:
+        folder = fleet_record.report_command(args, fleet_url(args.fleet))
+    else:
+        folder = run_folder(args.runs_dir, args.thread_id)
+        print(f"report: {write_report(folder, redact=redact, embed=args.embed)}")
     if args.gif:
         gif = write_gif(folder, redact=redact)
         print(f"gif: {gif}" if gif else "gif: none (the run has no screenshots)")
