@@ -9,22 +9,12 @@ import sys
 from typing import Any
 
 from vnc_use.cli.common import EXIT_DONE, add_runs_dir
-from vnc_use.cli.options import positive_usd
+from vnc_use.cli.options import positive_int, positive_usd
 from vnc_use.errors import ConfigError
 
 __all__ = ["register"]
 
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text} must be at least 1")
-    return value
 
 
 def register(sub: Any) -> None:
@@ -75,7 +65,7 @@ def register(sub: Any) -> None:
     p.add_argument("--model", default=None, help="the form's default model")
     p.add_argument(
         "--step-limit",
-        type=_positive_int,
+        type=positive_int,
         default=None,
         metavar="N",
         help="the form's default step limit",

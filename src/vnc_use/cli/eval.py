@@ -32,6 +32,7 @@ from vnc_use.cli.options import (
     add_model_options,
     add_rdp_options,
     desktop_target,
+    positive_int,
 )
 from vnc_use.cli.spec import eval_spec
 from vnc_use.desktops.local import parse_size
@@ -46,24 +47,14 @@ _STOPPING = "stopping the evaluation; run the same command again to go on"
 __all__ = ["command", "register"]
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text} must be 1 or more")
-    return value
-
-
 def register(sub: Any) -> None:
     """Add ``eval`` to the sub-command parsers."""
     p = sub.add_parser("eval", help="run a task suite over desktops and report the success rate")
     p.add_argument("tasks", nargs="?", default=None, metavar="TASKS", help="YAML or JSONL file")
     p.add_argument("--suite", default=None, metavar="NAME", help="a built-in suite: builtin")
     p.add_argument("--out", required=True, metavar="DIR", help="results folder (rerun: resume)")
-    p.add_argument("--desktops", type=_positive_int, default=1, metavar="N")
-    p.add_argument("--repeat", type=_positive_int, default=1, metavar="K")
+    p.add_argument("--desktops", type=positive_int, default=1, metavar="N")
+    p.add_argument("--repeat", type=positive_int, default=1, metavar="K")
     p.add_argument("--only", nargs="+", default=None, metavar="ID", help="run these tasks only")
     p.add_argument(
         "--reuse-desktops",
@@ -112,7 +103,7 @@ def register(sub: Any) -> None:
     add_budget_options(
         p,
         step_limit=15,
-        step_type=_positive_int,
+        step_type=positive_int,
         timeout_help="seconds per task (default 300)",
         stall_help="per task run: tell the model when its last N actions changed nothing, stop "
         "it as stuck if it goes on; 0: off (default 4)",

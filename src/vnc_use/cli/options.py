@@ -59,6 +59,13 @@ def non_negative_int(text: str) -> int:
     return value
 
 
+def positive_int(text: str) -> int:
+    value = non_negative_int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} must be 1 or more")
+    return value
+
+
 def positive_usd(text: str) -> float:
     """An amount of USD above 0 (``--max-cost``)."""
     try:

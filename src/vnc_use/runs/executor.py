@@ -586,7 +586,7 @@ class ServedExecutor:
             spec, storage = self._holds(thread_id)
             try:
                 holds = storage.holds(spec.desktop_key)
-                _check_holds(holds, thread_id, force)
+                holds.check_take(thread_id, force)
                 hold = holds.take(thread_id, person)
                 human = {"asked_by": "person", "holder": person, "since": hold.since}
                 human["epoch"] = hold.epoch
@@ -669,21 +669,6 @@ class ServedExecutor:
 
     def close(self) -> None:
         """Nothing to let go: the client holds no connection between calls."""
-
-
-def _check_holds(holds: Any, thread_id: str, force: bool) -> None:
-    """A run a person holds is refused naming them (unless ``force``); a desktop a person
-    holds for another run is refused."""
-    held = holds.held_for(thread_id)
-    if held is not None and not force:
-        raise ConfigError(
-            f"run {thread_id!r} is held by {held.describe()}; --force takes it from them"
-        )
-    other = holds.held_for_other(thread_id)
-    if other is not None:
-        raise ConfigError(
-            f"the desktop {holds.desktop} is held by {other.describe()} for run {other.run}"
-        )
 
 
 NOT_YET = (

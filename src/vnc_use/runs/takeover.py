@@ -98,16 +98,8 @@ def take_over(
     rules.check("takeover", thread_id, state)
     key = desktop_of(runs_dir, thread_id)
     holds = storage.holds(key)
-    held = holds.held_for(thread_id)
-    if held is not None and not force:
-        raise ConfigError(
-            f"run {thread_id!r} is held by {held.describe()}; --force takes it from them"
-        )
-    other = holds.held_for_other(thread_id)
-    if other is not None:
-        raise ConfigError(
-            f"the desktop {holds.desktop} is held by {other.describe()} for run {other.run}"
-        )
+    held = holds.held_for(thread_id)  # a forced take ends this person's hold
+    holds.check_take(thread_id, force)
     folder = run_folder(runs_dir, thread_id, secrets or [])
     lease = storage.lease(key, thread_id)
     try:

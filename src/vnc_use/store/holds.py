@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from vnc_use.errors import VncUseError
+from vnc_use.errors import ConfigError, VncUseError
 from vnc_use.store.journal import JournalStore
 
 __all__ = ["DesktopHolds", "DesktopMovedOn", "Hold", "leg_fence", "since_text"]
@@ -99,6 +99,20 @@ class DesktopHolds:
         """The hold a person has on the desktop for another run than ``run``, if any."""
         current = self.current()
         return current if current is not None and current.held and current.run != run else None
+
+    def check_take(self, run: str, force: bool) -> None:
+        """Refuse, in one line, taking ``run`` over while a person holds it (unless
+        ``force``) or holds the desktop for another run."""
+        held = self.held_for(run)
+        if held is not None and not force:
+            raise ConfigError(
+                f"run {run!r} is held by {held.describe()}; --force takes it from them"
+            )
+        other = self.held_for_other(run)
+        if other is not None:
+            raise ConfigError(
+                f"the desktop {self.desktop} is held by {other.describe()} for run {other.run}"
+            )
 
 
 class DesktopMovedOn(VncUseError):
