@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 CACHE = ".console/index.json"
 
 _Stamp = tuple[int, int, int, int]
+_KEPT = tuple(f.name for f in dataclasses.fields(RunSummary) if f.name != "path")
 
 
 def _stamp(folder: str) -> _Stamp | None:
@@ -75,6 +76,7 @@ class RunIndex:
         self._checked = 0.0
         self._unsorted = True
         self._lock = threading.Lock()
+        self._saving = threading.Lock()
 
     # -- kept between starts ---------------------------------------------------------------
     def _load(self) -> None:
@@ -90,14 +92,13 @@ class RunIndex:
             except (KeyError, TypeError, ValueError):
                 continue
 
-    def _save(self) -> None:
+    def _save(self, entries: dict[str, tuple[_Stamp, RunSummary]]) -> None:
         runs: dict[str, Any] = {}
-        for name, (stamp, summary) in self._entries.items():
-            fields = dataclasses.asdict(summary)
-            fields.pop("path")
+        for name, (stamp, summary) in entries.items():
+            fields = {key: getattr(summary, key) for key in _KEPT}
             runs[name] = {"stamp": list(stamp), "summary": fields}
         path = self.runs_dir / CACHE
-        tmp = path.with_name(f".index.{os.getpid()}.tmp")
+        tmp = path.with_name(f".index.{os.getpid()}.{threading.get_ident()}.tmp")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp.write_text(json.dumps({"runs": runs}), "utf-8")
@@ -121,10 +122,20 @@ class RunIndex:
         return thread
 
     def refresh(self, *, force: bool = False) -> list[RunSummary]:
-        """The summaries, newest first, re-read where a run changed."""
+        """The summaries, newest first, re-read where a run changed (the index is kept on disk
+        after the answer: whoever waits for the list does not wait for that)."""
+        runs, changed = self._refresh(force)
+        if changed is not None:
+            with self._saving:
+                self._save(changed)
+        return runs
+
+    def _refresh(
+        self, force: bool
+    ) -> tuple[list[RunSummary], dict[str, tuple[_Stamp, RunSummary]] | None]:
         with self._lock:
             if not force and time.monotonic() - self._checked < self.fresh_for:
-                return self._sorted
+                return self._sorted, None
             entries: dict[str, tuple[_Stamp, RunSummary]] = {}
             changed = False
             try:
@@ -155,9 +166,7 @@ class RunIndex:
                 )
             self._entries = entries
             self._checked = time.monotonic()
-            if changed:
-                self._save()
-            return self._sorted
+            return self._sorted, (entries if changed else None)
 
     def get(self, thread_id: str) -> RunSummary | None:
         """The summary of one run, read now (None: no such run)."""
