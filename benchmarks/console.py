@@ -38,9 +38,9 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "helpers"))
-from chromium import Browser
-
 from vnc_use.record.tally import Tally
+
+from chromium import Browser
 
 TOKEN = "benchmark-console-token"
 STATUSES = ["done", "done", "done", "error", "denied", "step_limit", "interrupted", "stuck"]

@@ -22,6 +22,7 @@ from vnc_use.record.tally import load as tally_of
 
 __all__ = ["RunSummary", "list_runs", "read_events", "run_folder", "summarize"]
 
+
 @dataclass(frozen=True)
 class RunSummary:
     """One run as the history lists it."""

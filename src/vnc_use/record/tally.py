@@ -140,4 +140,3 @@ def load(run_dir: Path) -> Tally | None:
         return None
     kept = _kept(run_dir, size)
     return kept if kept is not None else Tally.of_file(run_dir)
-
