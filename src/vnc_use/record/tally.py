@@ -118,7 +118,8 @@ class Tally:
 def _kept(run_dir: Path, size: int) -> Tally | None:
     """``summary.json`` when it covers exactly ``size`` bytes of events, else None."""
     try:
-        data = json.loads((run_dir / SUMMARY).read_bytes())
+        with open(os.path.join(run_dir, SUMMARY), "rb") as fh:  # no Path: 10,000 runs list
+            data = json.loads(fh.read())
     except (OSError, ValueError):
         return None
     if not isinstance(data, dict) or data.pop("version", None) != _VERSION:
@@ -135,7 +136,7 @@ def load(run_dir: Path) -> Tally | None:
     """The tally of a run folder's events: its ``summary.json`` when that is current, else
     its events read now; None when it has no ``events.jsonl``."""
     try:
-        size = os.stat(run_dir / EVENTS).st_size
+        size = os.stat(os.path.join(run_dir, EVENTS)).st_size
     except OSError:
         return None
     kept = _kept(run_dir, size)
