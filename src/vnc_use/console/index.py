@@ -1,11 +1,11 @@
 """The runs list of a runs folder, kept fresh cheaply: a summary per run folder, re-read only
 when its ``events.jsonl`` or ``run.json`` changed.
 
-:func:`vnc_use.record.runs.summarize` reads a run's ``run.json`` and its ``summary.json`` (kept by
-the run folder as it writes each event; a run of an older version has its whole event file read:
-:mod:`vnc_use.record.tally`); a never-indexed folder of 10,000 runs lists in under a second that
-way, three times that without the summaries. :class:`RunIndex` keeps each summary with the size and modification
-time of the two files it came from, so a refresh costs two ``stat`` calls per run and one read
+:func:`vnc_use.record.runs.summarize` reads a run's ``run.json`` and its ``summary.json``
+(kept by the run folder as it writes each event; a run of an older version has its whole event
+file read: :mod:`vnc_use.record.tally`), so a never-indexed folder of 10,000 runs lists in under
+a second. :class:`RunIndex` keeps each summary with the size and modification time of the two
+files it came from, so a refresh costs two ``stat`` calls per run and one read
 per run that changed since. A refresh runs at most every ``fresh_for`` seconds; a page of the
 list is then a slice of the sorted summaries. The summaries are kept between starts of the
 console in ``<runs_dir>/.console/index.json`` (each with its stamp, so a run that changed
