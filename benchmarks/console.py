@@ -1,11 +1,14 @@
 """Benchmark the web console (``vnc-use console``): the runs list over many run folders, and how
 long an event takes from its line in ``events.jsonl`` to the open page.
 
-``--runs`` run folders (default 10,000; each a ``run.json`` and an ``events.jsonl`` of eight
-events, as a short finished run leaves) are written to a temporary folder; ``vnc-use console``
-is started over it as a person starts it, and ``GET /api/runs`` is timed: the first answer
-after the first start (the console reads every folder once, in the background from its start),
-the first answer after a second start (the index kept from the first), then answers after the
+``--runs`` run folders (default 10,000; each a ``run.json``, an ``events.jsonl`` of eight
+events and the ``summary.json`` the run folder keeps as it writes them, as a short finished
+run leaves) are written to a temporary folder; ``vnc-use console`` is started over it as a
+person starts it, and ``GET /api/runs`` is timed: the first answer after the first start (the
+console reads every folder's ``run.json`` and ``summary.json`` once, in the background from its
+start), the first answer after a second start (the index kept from the first), the first
+answer over as many runs written by an older version (no ``summary.json``: every event file is
+read), then answers after the
 index's half second of freshness ran out (two ``stat`` calls per run), a filtered page deep in
 the list, and the HTML front page.
 Then a run's page is opened in headless Chromium and ``--events`` events are appended to its
@@ -35,14 +38,17 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "helpers"))
+from vnc_use.record.tally import Tally
+
 from chromium import Browser
 
 TOKEN = "benchmark-console-token"
 STATUSES = ["done", "done", "done", "error", "denied", "step_limit", "interrupted", "stuck"]
 
 
-def make_runs(root: Path, count: int) -> None:
-    """``count`` small finished runs, one folder each."""
+def make_runs(root: Path, count: int, *, summaries: bool = True) -> None:
+    """``count`` small finished runs, one folder each (with the ``summary.json`` the run folder
+    keeps, or as an older version left them: without)."""
     start = time.time() - count * 60
     for i in range(count):
         folder = root / f"run{i:05d}"
@@ -70,6 +76,8 @@ def make_runs(root: Path, count: int) -> None:
             {"ts": ts + 7, "event": "run_ended", "status": status, "steps": 1},
         ]
         (folder / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+        if summaries:  # what the run folder leaves as it writes the events
+            Tally.of_file(folder).write(folder)
 
 
 @contextlib.contextmanager
@@ -111,9 +119,16 @@ def main() -> int:
         began = time.perf_counter()
         make_runs(runs, args.runs)
         print(f"made {args.runs} run folders in {time.perf_counter() - began:.1f} s")
-        for start in ("first start over the folder", "second start (the kept index)"):
+        older = root / "older"
+        make_runs(older, args.runs, summaries=False)
+        starts = [
+            ("first start over the folder", runs),
+            ("second start (the kept index)", runs),
+            ("first start, runs of an older version (no summary.json)", older),
+        ]
+        for start, folder in starts:
             began = time.perf_counter()
-            with serving(runs) as base, client(base) as http:
+            with serving(folder) as base, client(base) as http:
                 first, answer = timed_get(http, "/api/runs")
                 took = time.perf_counter() - began
                 total = answer.json()["total"]

@@ -1,9 +1,11 @@
 """The runs list of a runs folder, kept fresh cheaply: a summary per run folder, re-read only
 when its ``events.jsonl`` or ``run.json`` changed.
 
-:func:`vnc_use.record.runs.summarize` reads a run's whole event file; a folder of 10,000 runs
-takes seconds that way. :class:`RunIndex` keeps each summary with the size and modification
-time of the two files it came from, so a refresh costs two ``stat`` calls per run and one read
+:func:`vnc_use.record.runs.summarize` reads a run's ``run.json`` and its ``summary.json``
+(kept by the run folder as it writes each event; a run of an older version has its whole event
+file read: :mod:`vnc_use.record.tally`), so a never-indexed folder of 10,000 runs lists in under
+a second. :class:`RunIndex` keeps each summary with the size and modification time of the two
+files it came from, so a refresh costs two ``stat`` calls per run and one read
 per run that changed since. A refresh runs at most every ``fresh_for`` seconds; a page of the
 list is then a slice of the sorted summaries. The summaries are kept between starts of the
 console in ``<runs_dir>/.console/index.json`` (each with its stamp, so a run that changed
@@ -33,6 +35,7 @@ log = logging.getLogger(__name__)
 CACHE = ".console/index.json"
 
 _Stamp = tuple[int, int, int, int]
+_KEPT = tuple(f.name for f in dataclasses.fields(RunSummary) if f.name != "path")
 
 
 def _stamp(folder: str) -> _Stamp | None:
@@ -75,6 +78,7 @@ class RunIndex:
         self._checked = 0.0
         self._unsorted = True
         self._lock = threading.Lock()
+        self._saving = threading.Lock()
 
     # -- kept between starts ---------------------------------------------------------------
     def _load(self) -> None:
@@ -90,14 +94,13 @@ class RunIndex:
             except (KeyError, TypeError, ValueError):
                 continue
 
-    def _save(self) -> None:
+    def _save(self, entries: dict[str, tuple[_Stamp, RunSummary]]) -> None:
         runs: dict[str, Any] = {}
-        for name, (stamp, summary) in self._entries.items():
-            fields = dataclasses.asdict(summary)
-            fields.pop("path")
+        for name, (stamp, summary) in entries.items():
+            fields = {key: getattr(summary, key) for key in _KEPT}
             runs[name] = {"stamp": list(stamp), "summary": fields}
         path = self.runs_dir / CACHE
-        tmp = path.with_name(f".index.{os.getpid()}.tmp")
+        tmp = path.with_name(f".index.{os.getpid()}.{threading.get_ident()}.tmp")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp.write_text(json.dumps({"runs": runs}), "utf-8")
@@ -121,10 +124,20 @@ class RunIndex:
         return thread
 
     def refresh(self, *, force: bool = False) -> list[RunSummary]:
-        """The summaries, newest first, re-read where a run changed."""
+        """The summaries, newest first, re-read where a run changed (the index is kept on disk
+        after the answer: whoever waits for the list does not wait for that)."""
+        runs, changed = self._refresh(force)
+        if changed is not None:
+            with self._saving:
+                self._save(changed)
+        return runs
+
+    def _refresh(
+        self, force: bool
+    ) -> tuple[list[RunSummary], dict[str, tuple[_Stamp, RunSummary]] | None]:
         with self._lock:
             if not force and time.monotonic() - self._checked < self.fresh_for:
-                return self._sorted
+                return self._sorted, None
             entries: dict[str, tuple[_Stamp, RunSummary]] = {}
             changed = False
             try:
@@ -155,9 +168,7 @@ class RunIndex:
                 )
             self._entries = entries
             self._checked = time.monotonic()
-            if changed:
-                self._save()
-            return self._sorted
+            return self._sorted, (entries if changed else None)
 
     def get(self, thread_id: str) -> RunSummary | None:
         """The summary of one run, read now (None: no such run)."""

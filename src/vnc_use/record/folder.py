@@ -33,6 +33,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
+from vnc_use.record.tally import EVENTS, Tally
+
 log = logging.getLogger(__name__)
 
 REDACTED = "[REDACTED]"
@@ -166,6 +168,7 @@ class RunFolder:
         self.redact = Redactor(secrets)
         self._listeners: list[EventListener] = []
         self._lock = threading.Lock()
+        self._tally: Tally | None = None
         for sub in ("screenshots", "steps", "model"):
             (self.path / sub).mkdir(parents=True, exist_ok=True)
 
@@ -180,19 +183,48 @@ class RunFolder:
             {"ts": round(time.time(), 3), "event": event, **fields}
         )
         line = json.dumps(record, default=json_default, ensure_ascii=False)
-        with self._lock, (self.path / "events.jsonl").open("a", encoding="utf-8") as fh:
-            fh.write(line + "\n")
+        data = (line + "\n").encode("utf-8")
+        with self._lock:
+            with (self.path / EVENTS).open("ab") as fh:
+                before = os.fstat(fh.fileno()).st_size
+                fh.write(data)
+                fh.flush()
+                after = os.fstat(fh.fileno()).st_size
             if self.store is not None:  # in the lock: the store keeps the folder's order
                 try:
                     self.store.put_event(self.thread_id, line)
                 except Exception:  # the event is in the folder; the run goes on
                     log.exception("could not store an event of run %s", self.thread_id)
+            self._keep_tally(data, before, after)
         for listener in self._listeners:
             try:
                 listener(record)
             except Exception:  # a broken listener must not break the run
                 log.exception("event listener failed")
         return record
+
+    def _keep_tally(self, data: bytes, before: int, after: int) -> None:
+        """Fold the event just appended (``data``, from byte ``before``) into the run's
+        ``summary.json``: what the runs list shows without reading the events again. Events
+        this folder did not write (a resume's earlier ones, another process's) are read from
+        the file first; when another writer raced this one, no summary is written (readers
+        then read the events, see :mod:`vnc_use.record.tally`)."""
+        try:
+            tally = self._tally
+            if tally is None or tally.events_bytes != before:
+                tally = Tally.of_file(self.path, upto=before)
+                if tally.events_bytes != before:  # the file changed meanwhile
+                    self._tally = None
+                    return
+            tally.add_lines(data)
+            if after != before + len(data):  # another writer's line is in between
+                self._tally = None
+                return
+            tally.write(self.path)
+            self._tally = tally
+        except OSError as exc:  # the event is written; listing the run reads it instead
+            self._tally = None
+            log.debug("could not keep the summary of run %s: %s", self.thread_id, exc)
 
     def events(self) -> list[dict[str, Any]]:
         """All events written so far."""

@@ -1,8 +1,9 @@
 """Run history: what ``vnc-use runs`` lists and ``vnc-use show`` / ``report`` open.
 
-Everything here reads the run folders only (``run.json`` and ``events.jsonl``): listing runs
-never opens the checkpoint database, let alone loads a checkpoint, so it stays fast however
-many and however long the runs are.
+Everything here reads the run folders only (``run.json``, and ``summary.json`` where it is
+current, else ``events.jsonl``: :mod:`vnc_use.record.tally`): listing runs never opens the
+checkpoint database, let alone loads a checkpoint, so it stays fast however many and however
+long the runs are.
 """
 
 from __future__ import annotations
@@ -16,14 +17,10 @@ from typing import Any
 from vnc_use.errors import ConfigError
 from vnc_use.record import run_record
 from vnc_use.record.folder import check_thread_id
+from vnc_use.record.tally import Tally
+from vnc_use.record.tally import load as tally_of
 
 __all__ = ["RunSummary", "list_runs", "read_events", "run_folder", "summarize"]
-
-_END_EVENTS = frozenset({"run_ended", "run_paused"})
-# events that mean the run went on after it last ended or paused
-_ACTIVITY = frozenset(
-    {"resumed", "approved", "denied", "model_request", "action", "observe", "handed_back"}
-)
 
 
 @dataclass(frozen=True)
@@ -89,31 +86,15 @@ def summarize(run_dir: Path) -> RunSummary | None:
     settings = _settings(run_dir)
     if not settings and not (run_dir / "events.jsonl").exists():
         return None
-    task = str(settings.get("task", ""))
+    tally = tally_of(run_dir) or Tally()
+    task = str(settings.get("task", "")) or tally.task
     started = settings.get("started")
-    status, steps, final_text, error = "unfinished", 0, "", None
-    last_ts: float | None = None
-    cost: Any = settings.get("cost_usd")
-    priced = "cost_usd" in settings
-    for event in read_events(run_dir):
-        kind = event.get("event")
-        ts = event.get("ts")
-        if isinstance(ts, (int, float)):
-            last_ts = float(ts)
-        if kind == "run_started":
-            task = task or str(event.get("task", ""))
-            started = started if isinstance(started, (int, float)) else ts
-        elif kind == "action":
-            steps = max(steps, int(event.get("step") or 0))
-        if kind == "model_response" and "run_cost_usd" in event:
-            cost, priced = event.get("run_cost_usd"), True
-        elif kind in _END_EVENTS:
-            status = str(event.get("status", "unfinished"))
-            steps = int(event.get("steps") or steps)
-            final_text = str(event.get("final_text") or "")
-            error = event.get("error")
-        elif kind in _ACTIVITY:
-            status = "unfinished"
+    if not isinstance(started, (int, float)):
+        started = tally.started
+    cost: Any = tally.cost_usd if tally.priced else settings.get("cost_usd")
+    priced = tally.priced or "cost_usd" in settings
+    status, steps, final_text, error = tally.status, tally.steps, tally.final_text, tally.error
+    last_ts = tally.last_event
     return RunSummary(
         thread_id=str(settings.get("thread_id", run_dir.name)),
         task=task,
