@@ -122,6 +122,8 @@ def test_a_fleet_run_is_taken_over_and_handed_back(
         taken = run_cli(["takeover", *fleet, tid, "--as", "alice"], env=env, timeout=120)
         assert taken.returncode == 0, taken.stdout + taken.stderr
         assert "awaiting_human" in taken.stdout and "alice" in taken.stdout
+        assert f"a VNC viewer on {server}" in taken.stdout, taken.stdout
+        assert f"handback --fleet URL {tid}" in taken.stdout, taken.stdout
         out, err = submitter.communicate(timeout=60)
         assert submitter.returncode == 3, out + err
         assert "awaiting_human" in out and "Traceback" not in err

@@ -88,7 +88,7 @@ def take_over(
                 row.status == RunStatus.AWAITING_HUMAN.value
                 and (result.get("human") or {}).get("epoch") == hold.epoch
             ):
-                return {**result, "status": row.status}
+                return _with_desktop({**result, "status": row.status}, row)
             if row.status not in UNDER_WAY:
                 break
             if time.monotonic() >= deadline:
@@ -104,7 +104,14 @@ def take_over(
                 f"run {thread_id!r} stopped ({row.status}) before its next step: there is "
                 "nothing to take over"
             )
-        return _pause(fleet, storage, row, hold, held)
+        return _with_desktop(_pause(fleet, storage, row, hold, held), row)
+
+
+def _with_desktop(found: dict[str, Any], row: RunRow) -> dict[str, Any]:
+    """The outcome, its ``human`` naming the desktop the person uses (a VNC viewer on it)."""
+    human = dict(found.get("human") or {})
+    human["desktop"] = row.desktop
+    return {**found, "human": human}
 
 
 def _pause(
