@@ -171,6 +171,11 @@ COVERED: list[tuple[str, tuple[str, ...]]] = [
         ("test_takeover_pauses_the_run_and_handback_goes_on",),
     ),
     (
+        r"vnc-use (takeover --fleet env 3f2a9c1d0b7e|handback --fleet env 3f2a9c1d0b7e --note"
+        r" \".*\")",
+        ("test_a_fleet_run_is_taken_over_and_handed_back",),
+    ),
+    (
         r"vnc-use resume 3f2a9c1d0b7e --answer \".*\"",
         ("test_a_model_that_asks_for_a_person_waits_and_gets_the_answer",),
     ),

@@ -267,8 +267,12 @@ def command_takeover(args: argparse.Namespace) -> int:
         f"run {t} waits for you ({result.status}): {human.get('holder') or person} has its "
         f"desktop since {since_text(human.get('since'))}"
     )
-    print(f"  use it: vnc-use view --interactive {t}")
-    print(f'  hand it back: vnc-use handback {t} --note "what you did"')
+    if human.get("desktop"):  # a fleet run: its desktop is on a worker's host
+        print(f"  use it: a VNC viewer on {human['desktop']} (the worker's VNC_PASSWORD)")
+    else:
+        print(f"  use it: vnc-use view --interactive {t}")
+    flags = f" {executor.flags}" if executor.flags else ""
+    print(f'  hand it back: vnc-use handback{flags} {t} --note "what you did"')
     return 0
 
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from vnc_use.errors import ConfigError
 from vnc_use.runs import rules
-from vnc_use.runs.executor import NOT_YET, Decision, refusal
+from vnc_use.runs.executor import Decision, refusal
 from vnc_use.runs.spec import RunSpec
 from vnc_use.status import RunStatus
 
@@ -27,6 +27,10 @@ if TYPE_CHECKING:
     from vnc_use.fleet.submit import Submitter
 
 __all__ = ["FLEET_REFUSES", "FleetExecutor"]
+
+LEASE_TIMEOUT = 600.0
+"""How long a takeover waits for the leg under way to reach its next step boundary when the
+run's spec does not say (its ``lease_timeout``)."""
 
 FLEET_REFUSES = {
     "vnc": "--vnc",
@@ -138,6 +142,7 @@ class FleetExecutor:
             error=found.get("error"),
             pending_call=found.get("pending_call"),
             cost_usd=found.get("cost_usd"),
+            human=found.get("human"),
         )
 
     def start(self, spec: RunSpec, task: str, thread_id: str | None = None) -> RunResult:
@@ -199,7 +204,16 @@ class FleetExecutor:
                 storage.close()
 
     def takeover(self, thread_id: str, person: str, *, force: bool = False) -> RunResult:
-        raise ConfigError(NOT_YET.format(flags=self.flags))
+        """Take the fleet run's desktop for ``person`` (:mod:`vnc_use.fleet.takeover`): the
+        hold goes into the fleet's database, keyed by the run's desktop; the worker's leg
+        pauses at its next step boundary (this waits until it has) and frees its worker."""
+        from vnc_use.fleet.takeover import take_over
+
+        with self._submitter() as fleet:
+            timeout = float(fleet.run(thread_id).spec.get("lease_timeout") or LEASE_TIMEOUT)
+            found = take_over(fleet, self.url, thread_id, person, force=force, timeout=timeout)
+        self.last_outcome = found
+        return self._result_of(found)
 
     def handback(
         self,
@@ -209,7 +223,22 @@ class FleetExecutor:
         person: str | None = None,
         spec: RunSpec | None = None,
     ) -> RunResult:
-        raise ConfigError(NOT_YET.format(flags=self.flags))
+        """Hand the fleet run back (only its holder may): the hold is freed and the run's
+        next leg goes onto the queue (as ``approve`` does); it continues from a fresh
+        screenshot and tells the model what the person did and the note."""
+        from vnc_use.fleet.submit import state_of_row
+        from vnc_use.fleet.takeover import check_holder, fleet_holds
+
+        with self._submitter() as fleet:
+            row = fleet.run(thread_id)
+            rules.check("handback", thread_id, state_of_row(row))
+            if row.desktop:  # a run the model paused before a leg pinned it has no hold
+                with fleet_holds(self.url, row) as (_, holds):
+                    check_holder(holds, thread_id, person)
+            seen = fleet.event_count(thread_id)
+            extra = {"note": note, "person": person}
+            workflow = fleet.answer(thread_id, "handback", self._moved(), extra=extra)
+            return self._outcome(fleet, workflow, seen)
 
     def where(self, result: RunResult) -> str:
         worker = self._workers.get(result.thread_id)

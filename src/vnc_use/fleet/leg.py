@@ -3,7 +3,9 @@
 A leg does what its action says unless the run's checkpoint says it already happened: a
 ``run`` leg whose thread has a checkpoint (a leg recovered after its worker died) continues
 it, or returns its outcome as it is when it paused for a person meanwhile; an
-``approve``/``deny`` leg of a run no longer waiting continues it. The action journal
+``approve``/``deny`` leg of a run no longer waiting continues it; a ``handback`` leg hands a
+run that waits for a person back (its note, who hands it back), or continues it when it no
+longer waits. The action journal
 (:mod:`vnc_use.store.journal`) keeps every action from being performed twice, and an action
 whose outcome is unknown is never re-sent blindly.
 """
@@ -29,7 +31,8 @@ if TYPE_CHECKING:
 
 __all__ = ["LegRequest", "drive_leg", "result_json"]
 
-ACTIONS = ("run", "approve", "deny", "resume")
+HUMAN = RunStatus.AWAITING_HUMAN.value
+ACTIONS = ("run", "approve", "deny", "resume", "handback")
 
 
 class LegRequest:
@@ -52,6 +55,10 @@ class LegRequest:
         if self.action not in ACTIONS:
             raise ConfigError(f"unknown leg action {self.action!r}")
         self.task = str(payload.get("task") or "")
+        self.note: str | None = payload.get("note")
+        """A ``handback`` leg's note to the model."""
+        self.person: str | None = payload.get("person")
+        """Who hands a ``handback`` leg's run back (only the holder may)."""
         self.spec = RunSpec.from_context(spec)
         self.server = server
         self.password = password
@@ -103,6 +110,8 @@ def drive_leg(req: LegRequest, running: Callable[[VncUseAgent | None], None]) ->
             if req.action in ("approve", "deny") and snap.interrupts:
                 answer = agent.approve if req.action == "approve" else agent.deny
                 return answer(req.thread_id)
+            if req.action == "handback" and snap.values.get("status") == HUMAN:
+                return agent.handback(req.thread_id, req.note, person=req.person)
             if snap.interrupts:  # a recovered leg of a run that paused for a person meanwhile
                 return agent.result(req.thread_id)
             return agent.resume(req.thread_id)

@@ -72,13 +72,15 @@ class Submitter:
         desktop: str | None = None,
         *,
         max_cost: float | None = None,
+        extra: dict[str, Any] | None = None,
     ) -> str:
         """The next leg of a run: ``approve``, ``deny`` or ``resume``; its workflow id. The run
         rules (:mod:`vnc_use.runs.rules`) refuse what the run's state does not accept.
         ``desktop`` (a VNC ``HOST::PORT``) moves the run there first: the live worker that
         owns it, else any worker of the run's label (with its own ``VNC_PASSWORD``) continues
         it from its checkpoint; a run pinned to a live worker's desktop goes to that worker.
-        ``max_cost`` raises the run's cost cap (its spec in the runs table) for this leg on."""
+        ``max_cost`` raises the run's cost cap (its spec in the runs table) for this leg on;
+        ``extra`` goes into the leg's payload (a ``handback``'s note and person)."""
         row = self.run(thread_id)
         rules.check(action, thread_id, state_of_row(row))  # type: ignore[arg-type]
         if max_cost is not None:
@@ -89,7 +91,7 @@ class Submitter:
         worker = leg_worker(self.db, row)
         number = self.db.next_leg(thread_id, "queued")
         self.thread_id, self._queue = thread_id, (row.label, worker)
-        payload = {"thread_id": thread_id, "action": action}
+        payload = {**(extra or {}), "thread_id": thread_id, "action": action}
         return self.enqueuer.enqueue(row.label, f"{thread_id}-leg{number}", payload, worker)
 
     def run(self, thread_id: str) -> RunRow:

@@ -671,13 +671,6 @@ class ServedExecutor:
         """Nothing to let go: the client holds no connection between calls."""
 
 
-NOT_YET = (
-    "takeover and handback work for local and served runs only so far, not with {flags}: "
-    "take over a run started without --fleet"
-)
-"""The one-line refusal of the executors that cannot take a run over yet."""
-
-
 def served_state(thread: Mapping[str, Any], found: Mapping[str, Any]) -> str:
     """A served thread's state as the run rules read it, from the server's thread (its
     status: ``busy`` runs) and its state (values, next nodes, pending interrupts: a person's
