@@ -140,6 +140,7 @@ def run_once(desk: TestDesktop, runs: Path, thread: str, steps: int, planner: Pl
         step_limit=steps + 1,
         planner=planner,
         keep_screenshots=KEEP_SCREENSHOTS,
+        stall_after=0,  # random clicks on a static canvas: a stall by design, not measured
     ) as agent:
         result = agent.run(task="Click the points I ask for, one by one", thread_id=thread)
     if result.status != "done":
