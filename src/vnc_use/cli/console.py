@@ -21,7 +21,8 @@ def register(sub: Any) -> None:
     p = sub.add_parser(
         "console",
         help="the web console: start runs, watch them live, approve or deny, every run's history",
-        description="Serve the web console on http://127.0.0.1:PORT/ over the runs of --runs-dir. "
+        description="Serve the web console on http://127.0.0.1:PORT/ over the runs of --runs-dir "
+        "(or a fleet's, --fleet URL, or a LangGraph Server's, --server URL). "
         "It prints one URL with a login token (VNC_USE_CONSOLE_TOKEN, else a new one).",
     )
     p.add_argument(
@@ -60,7 +61,20 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--fleet", default=None, metavar="URL", help="the runs of a fleet (PostgreSQL URL)"
     )
-    p.add_argument("--server", default=None, metavar="URL", help="the runs of a LangGraph Server")
+    p.add_argument(
+        "--server",
+        default=None,
+        metavar="URL",
+        help="the runs of a LangGraph Server (its threads); runs start there on the --vnc or "
+        "--rdp desktops, which the server connects to",
+    )
+    p.add_argument(
+        "--vnc-password-env",
+        default="VNC_PASSWORD",
+        metavar="NAME",
+        help="the variable holding the --vnc desktops' password (default VNC_PASSWORD; with "
+        "--server: in the server's environment)",
+    )
     p.add_argument("--provider", default=None, help="the form's default provider")
     p.add_argument("--model", default=None, help="the form's default model")
     p.add_argument(
@@ -119,10 +133,14 @@ def command(args: argparse.Namespace) -> int:
         ) from None
     from vnc_use.console.serve import ConsoleOptions, make_console, serve
 
-    if args.server:
+    if args.server and args.fleet:
         raise ConfigError(
-            "vnc-use console --server is not supported yet: run the console on the host whose "
-            "--runs-dir the runs write to, or over the fleet (--fleet URL)"
+            "vnc-use console takes --server or --fleet, not both: the runs of one place"
+        )
+    if args.server and (args.local or not (args.vnc or args.rdp)):
+        raise ConfigError(
+            "vnc-use console --server needs --vnc HOST::PORT or --rdp HOST[:PORT] (and no "
+            "--local): the desktops the server connects to"
         )
     if args.fleet and (args.vnc or args.rdp or args.local):
         raise ConfigError(
@@ -143,6 +161,8 @@ def command(args: argparse.Namespace) -> int:
         local=args.local,
         spec={k: v for k, v in spec.items() if v is not None},
         fleet=args.fleet,
+        server=args.server,
+        vnc_password_env=args.vnc_password_env,
     )
     console = make_console(options)
     sock = _listen(args.host, args.port)

@@ -49,6 +49,7 @@ from vnc_use.console.index import RunIndex
 from vnc_use.console.legs import Conflict, Legs
 from vnc_use.console.liveview import LiveTarget, relay
 from vnc_use.console.start import BadInput, Defaults, spec_from_body
+from vnc_use.errors import ConfigError
 from vnc_use.record.folder import Redactor, check_thread_id
 from vnc_use.record.report.html import render_parts
 from vnc_use.record.report.model import load_run
@@ -57,6 +58,7 @@ from vnc_use.status import RunStatus
 
 if TYPE_CHECKING:
     from vnc_use.console.fleet import FleetRuns
+    from vnc_use.console.served import ServedRuns
 
 __all__ = ["Console", "build_app"]
 
@@ -87,18 +89,24 @@ class Console:
     live_target: Callable[[RunSummary], LiveTarget | None] | None = None
     fleet: str | None = None
     """The fleet's database URL (``--fleet``): its table is the runs list."""
+    server: str | None = None
+    """A LangGraph Server's URL (``--server``): its threads are the runs list."""
 
     def __post_init__(self) -> None:
         self.runs_dir = Path(self.defaults.runs_dir)
-        self.index: RunIndex | FleetRuns
+        self.index: RunIndex | FleetRuns | ServedRuns
         if self.fleet:  # the fleet's modules (DBOS, psycopg) load only for a fleet
             from vnc_use.console.fleet import FleetRuns
 
             self.index = FleetRuns(self.fleet, self.runs_dir)
+        elif self.server:
+            from vnc_use.console.served import ServedRuns
+
+            self.index = ServedRuns(self.server, self.runs_dir)
         else:
             self.index = RunIndex(self.runs_dir)
         self.index.warm()
-        self.legs = Legs(self.runs_dir, fleet=self.fleet)
+        self.legs = Legs(self.runs_dir, fleet=self.fleet, server=self.server)
         self.redact = Redactor([*self.secrets, self.token])
 
     # -- what a run is now -------------------------------------------------------------------
@@ -113,6 +121,8 @@ class Console:
         if status == RunStatus.AWAITING_APPROVAL and not self.legs.running(thread_id):
             return ["approve", "deny"]
         if self.legs.running(thread_id):
+            return ["stop"]
+        if self.server and status == RunStatus.RUNNING:  # busy on the server (any client's)
             return ["stop"]
         if status in _RESUMABLE:
             return ["resume"]
@@ -131,7 +141,22 @@ class Console:
         if isinstance(self.index, RunIndex):
             folder = self.runs_dir / thread_id
             return folder if (folder / "events.jsonl").exists() else None
-        return self.index.fetch(thread_id)
+        if self.server:
+            return self.served().folder(thread_id)
+        return self.index.fetch(thread_id)  # type: ignore[union-attr]
+
+    def served(self) -> ServedRuns:
+        """The server's runs (with ``--server``)."""
+        from vnc_use.console.served import ServedRuns
+
+        assert isinstance(self.index, ServedRuns)
+        return self.index
+
+    def files(self, thread_id: str) -> Path:
+        """Where the run's screenshots and video are read from."""
+        if self.server:
+            return self.served().path(thread_id)
+        return self.runs_dir / thread_id
 
     def known(self, thread_id: str) -> bool:
         return self.legs.leg(thread_id) is not None or self.summary(thread_id) is not None
@@ -195,6 +220,22 @@ class _LegWatch:
         return message
 
 
+class _Both:
+    """Two watchers of an event stream: the first message of either."""
+
+    def __init__(self, *watches: Callable[[], dict[str, Any] | None]) -> None:
+        self.watches = watches
+
+    def __call__(self) -> dict[str, Any] | None:
+        found = [m for m in (w() for w in self.watches) if m is not None]
+        if not found:
+            return None
+        merged: dict[str, Any] = {}
+        for message in found:
+            merged.update(message)
+        return merged
+
+
 def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status, headers=_NO_STORE)
 
@@ -223,6 +264,8 @@ def _json_errors(handler: Handler) -> Handler:
             return _error(400, str(exc))
         except Conflict as exc:
             return _error(409, str(exc))
+        except ConfigError as exc:  # a server that cannot be reached, or refuses
+            return _error(502, str(exc))
 
     return wrapped
 
@@ -266,6 +309,8 @@ class _Routes:
         folder = self.c.folder(thread_id) if s is not None else None
         if folder is not None:
             header, main = render_parts(load_run(folder, self.c.redact), video=ended)
+        elif s is not None and self.c.server:  # a served run whose folder is not here
+            header, main = pages.fleet_parts(s, pages.SERVED_NOTE)
         elif s is not None:  # a fleet's run no worker has started yet
             header, main = pages.fleet_parts(s)
         else:
@@ -302,7 +347,7 @@ class _Routes:
                 parts["verbs"],
                 live=parts["live"],
                 ended=parts["ended"],
-                poll=self.c.fleet is not None,
+                poll=self.c.fleet is not None or self.c.server is not None,
             )
         )
 
@@ -316,7 +361,7 @@ class _Routes:
         thread_id, sha = request.path_params["thread_id"], request.path_params["sha"]
         if self.c.summary(thread_id) is None or not _is_sha(sha):
             return _error(404, "no such screenshot")
-        path = self.c.runs_dir / thread_id / "screenshots" / f"{sha}.png"
+        path = self.c.files(thread_id) / "screenshots" / f"{sha}.png"
         if not path.is_file():
             return _error(404, "no such screenshot")
         return FileResponse(path, media_type="image/png")
@@ -325,7 +370,7 @@ class _Routes:
         thread_id, name = request.path_params["thread_id"], request.path_params["name"]
         if self.c.summary(thread_id) is None or not _is_video_name(name):
             return _error(404, "no such video")
-        path = self.c.runs_dir / thread_id / f"{name}.mp4"
+        path = self.c.files(thread_id) / f"{name}.mp4"
         if not path.is_file():
             return _error(404, "no such video")
         return FileResponse(path, media_type="video/mp4")
@@ -352,7 +397,8 @@ class _Routes:
         except (ValueError, UnicodeDecodeError):
             raise BadInput("body", "not JSON: send a JSON object with at least a task") from None
         spec, task = spec_from_body(body, self.c.defaults)
-        thread_id = uuid.uuid4().hex[:12]
+        # a server's thread ids are UUIDs (it refuses others)
+        thread_id = str(uuid.uuid4()) if self.c.server else uuid.uuid4().hex[:12]
         desk = self.c.defaults.desktop(body.get("desktop") if isinstance(body, dict) else None)
         label = desk.name if desk.kind == "label" else None
         self.c.legs.start(spec.to_json(), task, thread_id, label)
@@ -371,12 +417,12 @@ class _Routes:
             return _error(404, f"no run {thread_id!r} here")
         last = request.headers.get("last-event-id") or request.query_params.get("after") or "0"
         after = int(last) if last.isdigit() else 0
-        stream = tail(
-            self.c.runs_dir / thread_id,
-            self.c.redact,
-            after=after,
-            extra=_LegWatch(self.c, thread_id),
-        )
+        extra: Callable[[], dict[str, Any] | None] = _LegWatch(self.c, thread_id)
+        if self.c.server:
+            from vnc_use.console.served import StatusWatch
+
+            extra = _Both(extra, StatusWatch(self.c.served(), thread_id))
+        stream = tail(self.c.files(thread_id), self.c.redact, after=after, extra=extra)
         return StreamingResponse(
             stream,
             media_type="text/event-stream",
@@ -412,6 +458,8 @@ class _Routes:
         else:
             self.c.legs.resume(thread_id, recorded)
             message = "resuming"
+        if self.c.server:
+            self.c.served().forget(thread_id)
         return JSONResponse(
             {"thread_id": thread_id, "verb": verb, "message": message},
             status_code=202,

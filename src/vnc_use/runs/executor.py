@@ -507,6 +507,14 @@ class ServedExecutor:
             raise ConfigError(f"no run with thread id {tid!r} on {self.url}")
         return served_state(thread, found), values
 
+    def state(self, thread_id: str) -> str:
+        """The run's state as the run rules read it (:func:`served_state`), asked of the
+        server (a door checks a verb with it before it starts a leg that carries it out)."""
+        from vnc_use.runs import remote
+
+        with remote.reaching(self.url):
+            return self._state(thread_id)[0]
+
     def answer(
         self,
         thread_id: str,

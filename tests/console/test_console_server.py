@@ -1,0 +1,218 @@
+"""The web console over LangGraph Server (issue 41): ``vnc-use console --server URL`` against a
+real ``langgraph dev`` (one for the module: it is slow to start) with the probe desktop and the
+Gemini stand-in inside the server, driven in headless Chromium.
+
+The console shares its runs folder with the server (the same machine): a run it starts writes
+its folder there, so its page shows the steps as they are written. The console's environment
+holds no model key and no desktop password: the server has them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from vnc_use.testing.gemini_standin import FunctionCallSpec, GeminiStandIn, Reply
+from vnc_use.testing.langgraph_dev import LangGraphDev
+
+from chromium import Browser, Page
+from cli_tools import CLI
+from console_page import fill, press, value_of, wait, wait_status
+from desktop_fixtures import Probe
+from gemini_fixtures import DUMMY_API_KEY
+
+pytestmark = pytest.mark.desktop
+
+TOKEN = "console-server-test-token-71c3"
+
+
+@dataclass
+class Served:
+    base: str
+    runs: Path
+    api: GeminiStandIn
+    probe: Probe
+    browser: Browser
+    server: LangGraphDev
+
+    def page(self) -> Page:
+        page = self.browser.new_page()
+        page.open(f"{self.base}/?token={TOKEN}")
+        return page
+
+    def http(self) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        return httpx.Client(base_url=self.base, headers=headers, timeout=30)
+
+
+@pytest.fixture(scope="module")
+def served(
+    session_probe: Probe, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Served]:
+    folder = tmp_path_factory.mktemp("console-server")
+    runs = folder / "runs"
+    with GeminiStandIn() as api:
+        server_env = {
+            "GOOGLE_API_KEY": DUMMY_API_KEY,
+            "GOOGLE_GEMINI_BASE_URL": api.base_url,
+            "VNC_PASSWORD": session_probe.desktop.password,
+        }
+        with LangGraphDev(server_env, jobs=2) as dev:
+            env = {
+                k: v
+                for k, v in os.environ.items()
+                if k not in ("VNC_PASSWORD", "GOOGLE_API_KEY", "GEMINI_API_KEY")
+            }
+            env["VNC_USE_CONSOLE_TOKEN"] = TOKEN
+            argv = ["console", "--port", "0", "--server", dev.url, "--runs-dir", str(runs)]
+            argv += ["--vnc", session_probe.desktop.server, "--provider", "gemini"]
+            process = subprocess.Popen(
+                [*CLI, *argv], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            )
+            browser = None
+            try:
+                assert process.stdout is not None
+                first = process.stdout.readline()
+                assert first.startswith("vnc-use console: http://127.0.0.1:"), (
+                    first,
+                    process.stderr.read() if process.poll() is not None else "",
+                )
+                base = first.split(": ", 1)[1].strip().split("/?")[0]
+                browser = Browser(folder / "profile")
+                yield Served(base, runs, api, session_probe, browser, dev)
+            finally:
+                if browser is not None:
+                    browser.close()
+                process.terminate()
+                process.wait(20)
+
+
+def grid(probe: Probe, x: int, y: int) -> dict[str, int]:
+    width, height = probe.size
+    return {"x": round(x * 1000 / width), "y": round(y * 1000 / height)}
+
+
+def presses(probe: Probe) -> list[tuple[int, int]]:
+    return [(e["x"], e["y"]) for e in probe.log.events("press") if e["button"] == 1]
+
+
+def start_from_form(served: Served, page: Page, task: str, confirm: str = "") -> str:
+    page.open(f"{served.base}/")
+    fill(page, "Task", task)
+    if confirm:
+        fill(page, "Actions that need approval", confirm)
+    assert value_of(page, "Desktop", "combobox") == served.probe.desktop.server
+    press(page, "Start")
+    path = wait(
+        "the run's page",
+        lambda: (
+            "/runs/" in page.evaluate("location.pathname") and page.evaluate("location.pathname")
+        ),
+    )
+    return str(path).split("/")[2]
+
+
+def test_a_served_run_from_the_form_is_approved_in_the_page_and_clicks_once(
+    served: Served,
+) -> None:
+    probe = served.probe
+    probe.log.clear()
+    target = probe.canvas_point()
+    served.api.script(
+        dataclasses.replace(
+            Reply.calls(FunctionCallSpec("click_at", **grid(probe, *target))), latency=0.5
+        ),
+        Reply.text("Clicked once."),
+    )
+    page = served.page()
+    thread_id = start_from_form(served, page, "Click the canvas once", confirm="click_at")
+    wait_status(page, "awaiting_approval", timeout=120)
+    assert presses(probe) == []
+    # the pending click with its target marked: the folder the server's leg writes, shared
+    assert page.evaluate(
+        "!!document.querySelector('section.step.kind-pending svg.marker circle.crosshair')"
+    )
+    assert (served.runs / thread_id / "events.jsonl").exists()
+    press(page, "Approve")
+    wait_status(page, "done", timeout=120)
+    clicks = presses(probe)
+    assert len(clicks) == 1 and abs(clicks[0][0] - target[0]) <= 2, clicks
+    assert page.evaluate("document.querySelectorAll('#steps section.step').length") >= 1
+    with served.http() as http:
+        again = http.post(f"/api/runs/{thread_id}/approve")
+        assert again.status_code == 409 and "already answered" in again.json()["error"]
+        listed = {r["thread_id"]: r for r in http.get("/api/runs").json()["runs"]}
+    row = listed[thread_id]
+    assert row["status"] == "done" and row["task"] == "Click the canvas once"
+    assert (row["provider"], row["desktop"]) == ("gemini", probe.desktop.server)
+    assert row["steps"] >= 1 and row["started"] is not None and row["duration_s"] is not None
+    # the server has the run: its own thread state says so
+    from langgraph_sdk import get_sync_client
+
+    state = get_sync_client(url=served.server.url, api_key=None).threads.get_state(thread_id)
+    assert state["values"]["status"] == "done"
+
+
+def test_stop_ends_a_served_run_interrupted_and_resume_finishes_it(served: Served) -> None:
+    probe = served.probe
+    probe.log.clear()
+    points = [(probe.size[0] * (i + 2) // 10, probe.size[1] // 2) for i in range(6)]
+    served.api.script(
+        *[
+            dataclasses.replace(
+                Reply.calls(FunctionCallSpec("click_at", **grid(probe, *p))), latency=0.8
+            )
+            for p in points
+        ],
+        Reply.text("Six clicks."),
+    )
+    page = served.page()
+    thread_id = start_from_form(served, page, "Click six times")
+    wait("a first click", lambda: presses(probe), 120)
+    wait(
+        "the Stop control",
+        lambda: page.evaluate(
+            "!!document.getElementById('do-stop') && !document.getElementById('do-stop').hidden"
+        ),
+    )
+    press(page, "Stop")
+    wait_status(page, "interrupted", timeout=60)
+    before = len(presses(probe))
+    assert 1 <= before < 6
+    press(page, "Resume")
+    wait_status(page, "done", timeout=120)
+    clicks = presses(probe)
+    assert len(clicks) == len(points), clicks  # each once: none lost, none twice
+    assert all(
+        abs(a - c) <= 2 and abs(b - d) <= 2 for (a, b), (c, d) in zip(clicks, points, strict=True)
+    )
+    with served.http() as http:
+        late = http.post(f"/api/runs/{thread_id}/stop")
+    assert late.status_code == 409 and "not running" in late.json()["error"]
+
+
+def test_nothing_without_the_token_and_no_cross_site_post(served: Served) -> None:
+    with served.http() as http:
+        runs: list[dict[str, Any]] = http.get("/api/runs").json()["runs"]
+    some = runs[0]["thread_id"] if runs else "00000000-0000-0000-0000-000000000000"
+    with httpx.Client(base_url=served.base, timeout=10) as http:
+        for path in ("/", "/api/runs", f"/api/runs/{some}", f"/runs/{some}/", "/api/desktops"):
+            assert http.get(path).status_code == 401, path
+        for verb in ("approve", "deny", "stop", "resume"):
+            assert http.post(f"/api/runs/{some}/{verb}").status_code == 401
+        assert http.post("/api/runs", json={"task": "x"}).status_code == 401
+        # a cookie alone from another site: refused too
+        cross = http.post(
+            "/api/runs",
+            json={"task": "x"},
+            headers={"Origin": "http://evil.example", "Cookie": f"vnc_use_console={TOKEN}"},
+        )
+        assert cross.status_code == 403, cross.status_code
