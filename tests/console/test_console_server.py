@@ -54,9 +54,7 @@ class Served:
 
 
 @pytest.fixture(scope="module")
-def served(
-    session_probe: Probe, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Served]:
+def served(session_probe: Probe, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     folder = tmp_path_factory.mktemp("console-server")
     runs = folder / "runs"
     with GeminiStandIn() as api:
