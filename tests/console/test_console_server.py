@@ -24,7 +24,7 @@ from vnc_use.testing.gemini_standin import FunctionCallSpec, GeminiStandIn, Repl
 from vnc_use.testing.langgraph_dev import LangGraphDev
 
 from chromium import Browser, Page
-from cli_tools import CLI
+from cli_tools import CLI, run_cli
 from console_page import fill, press, value_of, wait, wait_status
 from desktop_fixtures import Probe
 from gemini_fixtures import DUMMY_API_KEY
@@ -195,6 +195,55 @@ def test_stop_ends_a_served_run_interrupted_and_resume_finishes_it(served: Serve
     with served.http() as http:
         late = http.post(f"/api/runs/{thread_id}/stop")
     assert late.status_code == 409 and "not running" in late.json()["error"]
+
+
+def test_a_cli_approval_shows_in_the_open_page_and_a_cli_run_is_listed(
+    served: Served, tmp_path: Path
+) -> None:
+    """``vnc-use approve --server`` in another process: the open page shows the run going on
+    (its events, and the server's status watched for the event stream). A run started with
+    ``vnc-use run --server`` into another runs folder is listed with its provider and model
+    (the spec the server keeps); with that folder gone from here, its page shows what the
+    server's thread holds."""
+    probe = served.probe
+    probe.log.clear()
+    target = probe.canvas_point()
+    served.api.script(
+        Reply.calls(FunctionCallSpec("click_at", **grid(probe, *target))),
+        Reply.text("Clicked once."),
+    )
+    page = served.page()
+    thread_id = start_from_form(served, page, "Click the canvas once", confirm="click_at")
+    wait_status(page, "awaiting_approval", timeout=120)
+    approved = run_cli(["approve", "--server", served.server.url, thread_id], timeout=120)
+    assert approved.returncode == 0, approved.stderr
+    wait_status(page, "done", timeout=20)
+    assert len(presses(probe)) == 1
+    # a run of the CLI, in a runs folder of its own
+    served.api.script(Reply.text("Nothing to do."))
+    other = tmp_path / "cli-runs"
+    argv = ["run", "--server", served.server.url, "--vnc", probe.desktop.server]
+    argv += ["--provider", "gemini"]
+    ran = run_cli([*argv, "--runs-dir", str(other), "--task", "Look only"], timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    with served.http() as http:
+        rows = [r for r in http.get("/api/runs").json()["runs"] if r["task"] == "Look only"]
+        assert len(rows) == 1 and rows[0]["status"] == "done", rows
+        tid = rows[0]["thread_id"]
+        assert rows[0]["provider"] == "gemini" and rows[0]["desktop"] == probe.desktop.server
+        shown = http.get(f"/runs/{tid}/fragment").json()
+        assert "Nothing to do." in shown["main"] or "Nothing to do." in shown["header"]
+        (other / tid).rename(other / "moved")
+        http.get(f"/api/runs/{tid}")  # the cached answer expires
+        bare = wait(
+            "the page without the folder",
+            lambda: (
+                "does not share" in (found := http.get(f"/runs/{tid}/fragment").json())["main"]
+                and found
+            ),
+            10,
+        )
+    assert "Nothing to do." in bare["header"] and bare["status"] == "done"
 
 
 def test_nothing_without_the_token_and_no_cross_site_post(served: Served) -> None:

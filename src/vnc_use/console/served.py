@@ -127,7 +127,7 @@ class ServedRuns:
         cost = run_cost(values) if values else None
         return RunSummary(
             thread_id=tid,
-            task=str(meta.get("task") or ""),
+            task=" ".join(str(meta.get("task") or values.get("task") or "").split()),
             status=status,
             steps=int(values.get("step") or 0),
             started=_epoch(thread.get("created_at")),
