@@ -10,6 +10,7 @@ holds no model key and no desktop password: the server has them.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import subprocess
 from collections.abc import Iterator
@@ -163,17 +164,25 @@ def test_stop_ends_a_served_run_interrupted_and_resume_finishes_it(served: Serve
     probe = served.probe
     probe.log.clear()
     points = [(probe.size[0] * (i + 2) // 10, probe.size[1] // 2) for i in range(6)]
-    served.api.script(
-        *[
-            dataclasses.replace(
-                Reply.calls(FunctionCallSpec("click_at", **grid(probe, *p))), latency=0.8
-            )
-            for p in points
-        ],
-        Reply.text("Six clicks."),
-    )
+
+    def model(request: dict[str, Any], index: int) -> Reply:
+        """The next click by the turns the model has had: a stop cancels the server's run
+        mid-call, and the resumed run asks again for the same step."""
+        turns = sum(1 for c in request.get("contents") or [] if c.get("role") == "model")
+        if turns >= len(points):
+            return Reply.text("Six clicks.")
+        call = FunctionCallSpec("click_at", **grid(probe, *points[turns]))
+        return dataclasses.replace(Reply.calls(call), latency=0.8)
+
+    served.api.script(model)
     page = served.page()
     thread_id = start_from_form(served, page, "Click six times")
+    wait("the page's event stream", lambda: page.evaluate("!!window.vncUseEvents"))
+    page.evaluate(  # kept in the tab's storage: the page reloads when the run ends
+        "window.vncUseEvents.addEventListener('console', (e) => sessionStorage.setItem('heard',"
+        " JSON.stringify([...JSON.parse(sessionStorage.getItem('heard') || '[]'),"
+        " JSON.parse(e.data)])))"
+    )
     wait("a first click", lambda: presses(probe), 120)
     wait(
         "the Stop control",
@@ -183,6 +192,16 @@ def test_stop_ends_a_served_run_interrupted_and_resume_finishes_it(served: Serve
     )
     press(page, "Stop")
     wait_status(page, "interrupted", timeout=60)
+    # the server's thread, watched for the event stream: its change came as a console event
+    heard = wait(
+        "the server's status as an event",
+        lambda: [
+            h.get("status")
+            for h in json.loads(page.evaluate("sessionStorage.getItem('heard') || '[]'"))
+            if h.get("status")
+        ],
+    )
+    assert "interrupted" in heard, heard
     before = len(presses(probe))
     assert 1 <= before < 6
     press(page, "Resume")
@@ -247,8 +266,18 @@ def test_a_cli_approval_shows_in_the_open_page_and_a_cli_run_is_listed(
 
 
 def test_nothing_without_the_token_and_no_cross_site_post(served: Served) -> None:
+    secrets = [DUMMY_API_KEY.encode(), served.probe.desktop.password.encode()]
     with served.http() as http:
         runs: list[dict[str, Any]] = http.get("/api/runs").json()["runs"]
+        # what the console serves of the server's runs carries none of the server's secrets
+        paths = ["/", "/api/runs", "/api/desktops"]
+        for run in runs:
+            tid = run["thread_id"]
+            paths += [f"/runs/{tid}/", f"/runs/{tid}/fragment", f"/api/runs/{tid}"]
+        for path in paths:
+            answer = http.get(path)
+            assert answer.status_code == 200, (path, answer.status_code)
+            assert not [s for s in secrets if s in answer.content], path
     some = runs[0]["thread_id"] if runs else "00000000-0000-0000-0000-000000000000"
     with httpx.Client(base_url=served.base, timeout=10) as http:
         for path in ("/", "/api/runs", f"/api/runs/{some}", f"/runs/{some}/", "/api/desktops"):

@@ -217,27 +217,35 @@ class ServedRuns:
 
 class StatusWatch:
     """Tells a run's event stream when the server's thread changed (its status, its last
-    update): asks the server at most every ``every`` seconds (one small request), and answers
-    a ``console`` event with the status the console shows."""
+    update): asks the server at most every ``every`` seconds (one small request, made on a
+    thread of its own so that a slow server never holds the console's event loop), and
+    answers a ``console`` event with the status the console shows."""
 
     def __init__(self, runs: ServedRuns, thread_id: str, every: float = 0.5) -> None:
         self.runs = runs
         self.thread_id = thread_id
         self.every = every
-        self._asked = time.monotonic()
-        thread = runs.thread(thread_id) or {}
-        self._seen = (served_status(thread), thread.get("updated_at"))
+        self._asked = -1e9
+        self._seen: tuple[str, Any] | None = None
+        self._asking: threading.Thread | None = None
+        self._found: list[dict[str, Any] | None] = []
+
+    def _ask(self) -> None:
+        self._found.append(self.runs.thread(self.thread_id))
 
     def __call__(self) -> dict[str, Any] | None:
-        if time.monotonic() - self._asked < self.every:
-            return None
-        self._asked = time.monotonic()
-        thread = self.runs.thread(self.thread_id)
-        if thread is None:
-            return None
-        seen = (served_status(thread), thread.get("updated_at"))
-        if seen == self._seen:
-            return None
-        self._seen = seen
-        self.runs.forget(self.thread_id)
-        return {"event": "console", "status": seen[0]}
+        if self._asking is not None and not self._asking.is_alive():
+            self._asking = None
+            thread = self._found.pop() if self._found else None
+            if thread is not None:
+                seen = (served_status(thread), thread.get("updated_at"))
+                first, changed = self._seen is None, seen != self._seen
+                self._seen = seen
+                if changed and not first:
+                    self.runs.forget(self.thread_id)
+                    return {"event": "console", "status": seen[0]}
+        if self._asking is None and time.monotonic() - self._asked >= self.every:
+            self._asked = time.monotonic()
+            self._asking = threading.Thread(target=self._ask, daemon=True)
+            self._asking.start()
+        return None

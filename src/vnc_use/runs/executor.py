@@ -691,5 +691,7 @@ def served_state(thread: Mapping[str, Any], found: Mapping[str, Any]) -> str:
         status,
         waiting=bool(pending),
         under_way=thread.get("status") == "busy",
-        step_left=bool(found.get("next")),
+        # a run cancelled just after a node wrote (its writes kept, the step not committed)
+        # has that task among the state's tasks but not in its next nodes: a resume goes on
+        step_left=bool(found.get("next")) or bool(found.get("tasks")),
     )
