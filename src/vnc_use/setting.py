@@ -57,6 +57,9 @@ class Setting:
     recorded run's own)."""
     tool: bool = False
     """The MCP ``run_task`` tool takes it (default: the ``vnc-use mcp`` session's)."""
+    where: bool = False
+    """It says where and how the run executes (its desktop, runs folder, lease, video, a
+    later leg's cost cap) rather than what the model does: an executor may refuse it."""
     bounds: tuple[tuple[str, float], ...] = ()
     """Bounds a tool schema states (``(("ge", 1),)``); the spec's ``check`` refuses the rest."""
 
@@ -64,6 +67,11 @@ class Setting:
     def name(self) -> str:
         """The parsed argument's name."""
         return self.dest or self.flag.removeprefix("--").replace("-", "_")
+
+    @property
+    def flags(self) -> str:
+        """How a refusal names the option (``--video/--no-video``)."""
+        return f"{self.flag}/--no-{self.flag[2:]}" if self.kind == "on_off" else self.flag
 
 
 def setting(

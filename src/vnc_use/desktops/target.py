@@ -58,6 +58,7 @@ class DesktopTarget:
 
     vnc_server: str = setting(
         DEFAULT_VNC_SERVER,
+        where=True,
         group="vnc",
         flag="--vnc",
         metavar="HOST::PORT",
@@ -67,6 +68,7 @@ class DesktopTarget:
     """The local desktop vnc-use starts (or reuses) on the machine the run acts from."""
     vnc_username: str | None = setting(
         None,
+        where=True,
         group="connection",
         flag="--vnc-user",
         metavar="USER",
@@ -76,6 +78,7 @@ class DesktopTarget:
     )
     vnc_password_env: str = setting(
         "VNC_PASSWORD",
+        where=True,
         group="password_env",
         flag="--vnc-password-env",
         metavar="NAME",
@@ -85,6 +88,7 @@ class DesktopTarget:
     )
     vnc_ca: str | None = setting(
         None,
+        where=True,
         group="connection",
         flag="--vnc-ca",
         metavar="FILE",
@@ -94,6 +98,7 @@ class DesktopTarget:
     )
     connect_timeout: float = setting(
         DEFAULT_CONNECT_TIMEOUT,
+        where=True,
         group="connection",
         flag="--connect-timeout",
         metavar="S",
@@ -102,6 +107,7 @@ class DesktopTarget:
     )
     screen_region: str | None = setting(
         None,
+        where=True,
         group="screen",
         flag="--screen-region",
         metavar="WxH+X+Y",
@@ -110,6 +116,7 @@ class DesktopTarget:
     )
     rdp_server: str | None = setting(
         None,
+        where=True,
         group="rdp",
         flag="--rdp",
         metavar="HOST[:PORT]",
@@ -118,6 +125,7 @@ class DesktopTarget:
     )
     rdp_username: str | None = setting(
         None,
+        where=True,
         group="rdp_session",
         flag="--rdp-user",
         metavar="USER",
@@ -126,6 +134,7 @@ class DesktopTarget:
     )
     rdp_password_env: str = setting(
         "RDP_PASSWORD",
+        where=True,
         group="password_env",
         flag="--rdp-password-env",
         metavar="NAME",
@@ -135,6 +144,7 @@ class DesktopTarget:
     )
     rdp_domain: str | None = setting(
         None,
+        where=True,
         group="rdp_session",
         flag="--rdp-domain",
         metavar="DOMAIN",
@@ -142,6 +152,7 @@ class DesktopTarget:
     )
     rdp_size: str | None = setting(
         None,
+        where=True,
         group="rdp_session",
         flag="--rdp-size",
         metavar="WxH",
@@ -150,6 +161,7 @@ class DesktopTarget:
     )
     rdp_cert_fingerprint: str | None = setting(
         None,
+        where=True,
         group="rdp_session",
         flag="--rdp-cert-fingerprint",
         metavar="SHA256",
@@ -158,6 +170,7 @@ class DesktopTarget:
     )
     rdp_paste_text: bool = setting(
         False,
+        where=True,
         group="rdp_login",
         flag="--rdp-paste-text",
         kind="switch",
@@ -166,6 +179,7 @@ class DesktopTarget:
     )
     rdp_allow_unverified_login: bool = setting(
         False,
+        where=True,
         group="rdp_login",
         flag="--rdp-allow-unverified-login",
         kind="switch",

@@ -21,20 +21,27 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import Field, asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from vnc_use.agent import budgets
 from vnc_use.desktops.target import DesktopTarget
 from vnc_use.errors import ConfigError
-from vnc_use.setting import setting, settings_of
+from vnc_use.setting import Setting, setting, settings_of
 from vnc_use.store.lease import DEFAULT_LEASE_TIMEOUT
 
 if TYPE_CHECKING:  # LangGraph and the action tables load when a run is opened, not before
     from vnc_use.agent.context import AgentSettings
     from vnc_use.providers.base import Planner
 
-__all__ = ["DEFAULT_RECONNECT_WINDOW", "MODEL_FIELDS", "SPEC_NAMESPACE", "RunSpec"]
+__all__ = [
+    "DEFAULT_RECONNECT_WINDOW",
+    "MODEL_FIELDS",
+    "SPEC_NAMESPACE",
+    "RunSpec",
+    "run_settings",
+    "where_settings",
+]
 
 SPEC_NAMESPACE = ("vnc_use", "run_spec")
 """Where the server's store keeps each thread's run spec (key: the thread id); its
@@ -200,6 +207,7 @@ class RunSpec:
     )
     lease_timeout: float = setting(
         DEFAULT_LEASE_TIMEOUT,
+        where=True,
         group="local",
         flag="--lease-timeout",
         metavar="SECONDS",
@@ -209,6 +217,7 @@ class RunSpec:
     )
     reconnect_window_s: float = setting(
         DEFAULT_RECONNECT_WINDOW,
+        where=True,
         group="local",
         flag="--reconnect-window",
         metavar="S",
@@ -219,6 +228,7 @@ class RunSpec:
     )
     runs_dir: str = setting(
         "runs",
+        where=True,
         group="runs_dir",
         flag="--runs-dir",
         cli_default=True,
@@ -226,6 +236,7 @@ class RunSpec:
     )
     video: bool = setting(
         True,
+        where=True,
         group="video",
         flag="--video",
         kind="on_off",
@@ -234,6 +245,7 @@ class RunSpec:
     )
     video_fps: float = setting(
         10.0,
+        where=True,
         group="video",
         flag="--video-fps",
         metavar="N",
@@ -252,6 +264,7 @@ class RunSpec:
     )
     max_cost: float | None = setting(
         None,
+        where=True,
         group="cost",
         flag="--max-cost",
         metavar="USD",
@@ -432,3 +445,15 @@ def _refuse_secrets(data: Mapping[str, Any]) -> None:
 MODEL_FIELDS: tuple[str, ...] = tuple(f.name for f, s in settings_of(RunSpec) if s.group == "model")
 """The spec's fields that choose and configure the model (what ``run.json`` keeps of a
 planner's settings): its settings of the ``model`` group."""
+
+
+def run_settings() -> list[tuple[Field[Any], Setting]]:
+    """Every setting of a run, each with its one description: the desktop's, then the
+    spec's own (what the doors are built from, :mod:`vnc_use.setting`)."""
+    return [*settings_of(DesktopTarget), *settings_of(RunSpec)]
+
+
+def where_settings() -> list[tuple[Field[Any], Setting]]:
+    """The settings that say where and how a run executes (:attr:`Setting.where
+    <vnc_use.setting.Setting.where>`): what an executor may refuse."""
+    return [(f, s) for f, s in run_settings() if s.where]
