@@ -38,7 +38,7 @@ class Setting:
     help: str
     """The one description: the command line's help and the MCP schema's ``description``."""
     group: str
-    """Which option group adds it (``model``, ``budget``, ``cost``, ``rdp``, ...): a command
+    """Which option group adds it (``planner``, ``budget``, ``cost``, ``rdp``, ...): a command
     adds groups, so a new setting of a group reaches every command that has the group."""
     flag: str
     """How the command line spells it (``--timeout``); a user contract, never renamed."""

@@ -43,7 +43,7 @@ def add_runs_dir(p: argparse.ArgumentParser) -> None:
 def add_video_options(p: argparse.ArgumentParser) -> None:
     """``--no-video`` / ``--video`` and ``--video-fps``: the run's ``video.mp4`` (on by
     default for a new run; a continued run keeps its own choice unless one is given)."""
-    add_settings(p, "video")
+    add_settings(p, "recording")
 
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)

@@ -145,7 +145,7 @@ def _owners() -> tuple[type, ...]:
 
 def _settings(which: Sequence[str]) -> list[tuple[Field[Any], Setting]]:
     """The settings of the groups (or fields) ``which`` names, in that order, each in its
-    field order."""
+    field order (no group has a field's name)."""
     found = [(f, s) for cls in _owners() for f, s in settings_of(cls)]
     return [(f, s) for key in which for f, s in found if key in (s.group, f.name)]
 
@@ -164,7 +164,7 @@ def add_settings(
     notes: Mapping[str, str] | None = None,
     parse: Mapping[str, str] | None = None,
 ) -> None:
-    """Add the options of the settings ``which`` names (groups such as ``model``, or field
+    """Add the options of the settings ``which`` names (groups such as ``planner``, or field
     names), built from the fields: flag, metavar, choices, help and default. A command may
     give a field its own default (``defaults``), name the default its own way (``shown``),
     add a note to the help (``notes``) or check the value as another kind (``parse``)."""
@@ -224,12 +224,12 @@ def spec_fields(args: argparse.Namespace, *which: str, owner: type | None = None
 
 def add_model_options(p: argparse.ArgumentParser) -> None:
     """Who serves the model and how it is configured (``--provider`` ... ``--exclude``)."""
-    add_settings(p, "model")
+    add_settings(p, "planner")
 
 
 def model_fields(args: argparse.Namespace) -> dict[str, Any]:
     """The RunSpec fields :func:`add_model_options` gave (those given only)."""
-    return spec_fields(args, "model")
+    return spec_fields(args, "planner")
 
 
 def add_budget_options(
@@ -313,7 +313,7 @@ def add_password_envs(p: argparse.ArgumentParser, *which: str) -> None:
 def video_fields(args: argparse.Namespace) -> dict[str, Any]:
     """The RunSpec fields of ``--video`` / ``--no-video`` / ``--video-fps`` that were given
     (the others stay the spec's: its default, or the recorded run's)."""
-    return spec_fields(args, "video")
+    return spec_fields(args, "recording")
 
 
 def desktop_target(

@@ -32,7 +32,7 @@ __all__ = ["eval_spec", "mcp_spec", "run_spec", "saved_run_spec"]
 def _local_fields(args: argparse.Namespace) -> dict[str, Any]:
     """What every run-family command sets on the spec: the video, the runs folder, the lease
     timeout, the reconnect window (those given)."""
-    return spec_fields(args, "video", "runs_dir", "local")
+    return spec_fields(args, "recording", "runs_dir", "local")
 
 
 def run_spec(args: argparse.Namespace) -> RunSpec:

@@ -60,7 +60,7 @@ class RunSpec:
     # -- the model
     provider: str | None = setting(
         None,
-        group="model",
+        group="planner",
         flag="--provider",
         metavar="NAME",
         tool=True,
@@ -71,7 +71,7 @@ class RunSpec:
     )
     model: str | None = setting(
         None,
-        group="model",
+        group="planner",
         flag="--model",
         tool=True,
         shown_default="the provider's default",
@@ -80,7 +80,7 @@ class RunSpec:
     )
     tool_version: str | None = setting(
         None,
-        group="model",
+        group="planner",
         flag="--tool-version",
         metavar="VERSION",
         help="anthropic: the computer tool to send instead of the model's own "
@@ -89,14 +89,14 @@ class RunSpec:
     )
     model_family: str | None = setting(
         None,
-        group="model",
+        group="planner",
         flag="--model-family",
         metavar="NAME",
         help="action set for a model id vnc-use does not know: gemini-2.5, gemini-3, gemini-3.5",
     )
     environment: str | None = setting(
         None,
-        group="model",
+        group="planner",
         flag="--environment",
         choices=("browser", "desktop"),
         shown_default="the model family's; desktop for 3.5 Flash",
@@ -104,7 +104,7 @@ class RunSpec:
     )
     base_url: str | None = setting(
         None,
-        group="model",
+        group="planner",
         flag="--base-url",
         metavar="URL",
         help="openai-compatible: the server's address, e.g. http://localhost:1234/v1 (LM "
@@ -113,7 +113,7 @@ class RunSpec:
     )
     dialect: str | None = setting(
         None,
-        group="model",
+        group="planner",
         flag="--dialect",
         metavar="NAME",
         shown_default="from the model id, else tools",
@@ -122,7 +122,7 @@ class RunSpec:
     )
     api_version: str | None = setting(
         None,
-        group="model",
+        group="planner",
         flag="--api-version",
         metavar="VERSION",
         shown_default="the GEMINI_API_VERSION environment variable, else v1beta, the version "
@@ -131,14 +131,14 @@ class RunSpec:
     )
     keep_browser_actions: bool = setting(
         False,
-        group="model",
+        group="planner",
         flag="--keep-browser-actions",
         kind="switch",
         help="on a desktop, keep navigate/search/go_back/... (2.5 and 3 Flash families)",
     )
     keep_screenshots: int | None = setting(
         None,
-        group="model",
+        group="planner",
         flag="--keep-screenshots",
         metavar="N",
         parse="count",
@@ -147,7 +147,7 @@ class RunSpec:
     )
     excluded_actions: list[str] = setting(
         default_factory=list,
-        group="model",
+        group="planner",
         flag="--exclude",
         metavar="NAME",
         kind="many",
@@ -237,7 +237,7 @@ class RunSpec:
     video: bool = setting(
         True,
         where=True,
-        group="video",
+        group="recording",
         flag="--video",
         kind="on_off",
         shown_default="on for a new run; approve, deny and resume keep the run's own choice",
@@ -246,7 +246,7 @@ class RunSpec:
     video_fps: float = setting(
         10.0,
         where=True,
-        group="video",
+        group="recording",
         flag="--video-fps",
         metavar="N",
         parse="fps",
@@ -442,9 +442,11 @@ def _refuse_secrets(data: Mapping[str, Any]) -> None:
             )
 
 
-MODEL_FIELDS: tuple[str, ...] = tuple(f.name for f, s in settings_of(RunSpec) if s.group == "model")
+MODEL_FIELDS: tuple[str, ...] = tuple(
+    f.name for f, s in settings_of(RunSpec) if s.group == "planner"
+)
 """The spec's fields that choose and configure the model (what ``run.json`` keeps of a
-planner's settings): its settings of the ``model`` group."""
+planner's settings): its settings of the ``planner`` group."""
 
 
 def run_settings() -> list[tuple[Field[Any], Setting]]:
