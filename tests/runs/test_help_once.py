@@ -131,3 +131,29 @@ def test_a_setting_added_to_the_spec_reaches_the_cli_and_the_mcp_tool(
     )
     assert _spec(session, patience=3.0).patience == 3.0  # a call's value reaches the run
     assert _spec(session).patience == 1.0  # none given: the session's
+
+
+def test_the_executors_option_tables_are_the_settings_marked_where() -> None:
+    """What an executor may refuse, and how a refusal spells each option, come from the
+    settings: every setting marked ``where`` is in the door's table with its option's default,
+    and the fleet refuses each but the cost cap, named by its own flag."""
+    from vnc_use.cli.outcome import DOOR_DEFAULTS
+    from vnc_use.fleet.executor import FLEET_REFUSES
+    from vnc_use.runs.executor import flag_of
+    from vnc_use.runs.spec import where_settings
+
+    where = {s.name: (f, s) for f, s in where_settings()}
+    assert {"vnc", "rdp", "runs_dir", "lease_timeout", "video", "max_cost"} <= set(where)
+    assert not {"step_limit", "provider", "confirm", "price"} & set(where)  # the spec's own
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    run_defaults = {a.dest: a.default for a in sub.choices["run"]._actions}
+    for name in where:
+        assert DOOR_DEFAULTS[name] == run_defaults[name], name
+        if name != "max_cost":
+            assert FLEET_REFUSES[name] == flag_of(name), name
+    assert flag_of("video") == "--video/--no-video"
+    assert (
+        flag_of("vnc_user") == "--vnc-user" and flag_of("reconnect_window") == "--reconnect-window"
+    )
+    assert flag_of("checkpointer") == "--checkpointer"  # a door's own option: its name
