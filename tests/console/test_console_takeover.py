@@ -7,12 +7,13 @@ over DevTools onto noVNC's canvas) that land on the probe; another browser (its 
 the same token) sees the run view-only, its input (even with the page's flag forced off)
 never reaches the probe, and its hand-back is refused naming the holder; "Hand back" with a
 Note goes on to ``done``, the model told the note; the run's events have the person's clicks
-and a count of key presses, never the typed text.
+and a count of key presses, never the typed text; the video has the person's part.
 """
 
 from __future__ import annotations
 
 import json
+import struct
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -21,6 +22,7 @@ from typing import Any
 
 import httpx
 import pytest
+from websockets.sync.client import connect
 
 from tests.console.test_console import TOKEN, console_env, start_console
 from vnc_use.store.holds import DesktopHolds
@@ -153,6 +155,35 @@ def _type(page: Page, text: str, clear_first: bool = False) -> None:
             _key(page, ch, f"Key{ch.upper()}", ord(ch.upper()), ch)
 
 
+def _raw_input(setup: Setup, thread_id: str, point: tuple[int, int], holder_id: str) -> None:
+    """A live view asked for with input (``?input=1``) by a client that does not hold the
+    run: its pointer and key messages are sent, and must be dropped by the console."""
+    url = setup.base.replace("http://", "ws://") + f"/runs/{thread_id}/websockify?input=1"
+    headers = {"Authorization": f"Bearer {TOKEN}", "Cookie": f"vnc_use_holder={holder_id}"}
+    got = b""
+
+    def read(ws: Any, n: int) -> bytes:
+        nonlocal got
+        while len(got) < n:
+            got += ws.recv(timeout=10)
+        out, got = got[:n], got[n:]
+        return bytes(out)
+
+    with connect(url, additional_headers=headers, open_timeout=10, max_size=None) as ws:
+        assert read(ws, 12) == b"RFB 003.008\n"
+        ws.send(b"RFB 003.008\n")
+        assert read(ws, 2) == bytes([1, 1])
+        ws.send(bytes([1]))
+        assert read(ws, 4) == b"\0\0\0\0"
+        ws.send(bytes([1]))
+        read(ws, 24)
+        x, y = point
+        ws.send(struct.pack(">BBHH", 5, 1, x, y) + struct.pack(">BBHH", 5, 0, x, y))
+        ws.send(struct.pack(">BBxxI", 4, 1, 0x61) + struct.pack(">BBxxI", 4, 0, 0x61))
+        ws.send(struct.pack(">BBHHHH", 3, 0, 0, 0, 8, 8))
+        ws.recv(timeout=10)  # the stream goes on: the messages were read, the input dropped
+
+
 def _visible(page: Page, verb: str) -> bool:
     return not page.evaluate(f"document.getElementById('do-{verb}').hidden")
 
@@ -216,11 +247,16 @@ def test_take_over_in_the_page_the_live_view_takes_input_and_hand_back_goes_on(
     _type(page, TYPED, clear_first=True)
     probe.log.wait_type("text", text=TYPED, timeout=30)
     keys = len(probe.log.events("key"))
-    # the other browser forces its page's flag off: the console still drops its input
+    # the other browser's page, made to believe it holds the run, asks for an interactive
+    # view: the console, which checks its cookie against the hold, still drops its input
     intruder = (w * 9 // 10, h // 3)
-    other.evaluate("window.vncUseRfb.viewOnly = false")
+    other.evaluate(
+        "document.body.dataset.yours = '1'; window.dispatchEvent(new Event('vnc-use-live'))"
+    )
+    _live(other, "interactive")
     _click(other, probe, *intruder)
     _type(other, "zz")
+    _raw_input(setup, tid[0], intruder, "an-id-of-another-browser")  # a script, not a page
     _click(page, probe, *person_click)
     probe.log.wait_for(lambda e: _presses_at(probe, person_click, NEAR) >= 1, timeout=20)
     time.sleep(0.5)  # the intruder's input was sent first; none of it may have landed
@@ -264,6 +300,11 @@ def test_take_over_in_the_page_the_live_view_takes_input_and_hand_back_goes_on(
     assert all(set(e) <= {"event", "ts", "kind", "x", "y", "button", "count"} for e in person)
     kinds = [e["event"] for e in events]
     assert kinds.index("taken_over") < kinds.index("handed_back")
+    segments = json.loads((run_dir / "video.json").read_text())["segments"]
+    theirs = [s for s in segments if s.get("person")]  # the video has the person's part
+    assert len(theirs) == 1 and (run_dir / theirs[0]["file"]).stat().st_size > 0, segments
+    assert theirs[0]["frames"] > 0, segments
+    assert segments.index(theirs[0]) not in (0, len(segments) - 1)  # between the run's legs
     for path in [*run_dir.rglob("*"), *(setup.runs / ".console").rglob("*")]:
         if path.is_file():
             assert TYPED.encode() not in path.read_bytes(), path

@@ -29,6 +29,7 @@ console's own secrets (model keys, desktop passwords) before it leaves.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import uuid
 from collections.abc import Awaitable, Callable
@@ -92,6 +93,8 @@ _GOING = frozenset(
     }
 )
 """Statuses of a run that has not ended (the page shows no video yet)."""
+_CLOSE_S = 20.0
+"""How long a hand-back waits for the person's video segment to be finished."""
 _NO_STORE = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
 
 
@@ -153,11 +156,15 @@ class Console:
             return None
         return self.holding.hold(thread_id)
 
-    def revoke(self, thread_id: str, keep: str | None = None) -> None:
-        """End the holders' interactive views of the run (but ``keep``'s)."""
-        for session in list(self.sessions.get(thread_id, ())):
-            if session.person != keep:
-                session.revoke()
+    async def revoke(self, thread_id: str, keep: str | None = None) -> None:
+        """End the holders' interactive views of the run (but ``keep``'s); returns once they
+        have finished (their video segments too), up to :data:`_CLOSE_S`."""
+        ending = [s for s in self.sessions.get(thread_id, ()) if s.person != keep]
+        for session in ending:
+            session.revoke()
+        if ending:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.gather(*(s.closed.wait() for s in ending)), _CLOSE_S)
 
     def summary(self, thread_id: str) -> RunSummary | None:
         try:
@@ -494,7 +501,7 @@ class _Routes:
         holder_id = request.cookies.get(HOLDER_COOKIE) or new_holder_id()
         person = holder_name(holder_id)
         await asyncio.to_thread(self.c.holding.take, thread_id, person, force)
-        self.c.revoke(thread_id, keep=person)  # a forced take: the old holder's view ends
+        await self.c.revoke(thread_id, keep=person)  # forced: the old holder's view ends
         answer = {
             "thread_id": thread_id,
             "verb": "takeover",
@@ -512,7 +519,7 @@ class _Routes:
             raise BadInput("note", "must be text")
         person = _person(request) or "console"
         await asyncio.to_thread(self.c.holding.check_holder, thread_id, person)
-        self.c.revoke(thread_id)  # view only again at once
+        await self.c.revoke(thread_id)  # view only again at once
         self.c.legs.handback(thread_id, s.status if s else "starting", note, person)
         return JSONResponse(
             {"thread_id": thread_id, "verb": "handback", "message": "handed back: the run goes on"},
@@ -534,7 +541,7 @@ class _Routes:
         if target is None:
             await websocket.close(code=4404)
             return
-        person = _person(websocket)
+        person = _person(websocket) if websocket.query_params.get("input") == "1" else None
         hold = await asyncio.to_thread(self.c.holding.hold, thread_id) if person else None
         if hold is None or hold.holder != person or person is None:
             await relay(websocket, target)
@@ -546,7 +553,7 @@ class _Routes:
     ) -> None:
         """The holder's interactive live view: their input recorded as ``vnc-use view
         --interactive`` records it (clicks with positions, key presses as a count)."""
-        from vnc_use.runs.takeover import PersonRecorder
+        from vnc_use.runs.takeover import PersonRecorder, person_video
 
         recorder = PersonRecorder(self.c.runs_dir, thread_id, list(self.c.secrets))
         session = PersonSession(person, recorder.click, recorder.key, recorder.lost)
@@ -555,12 +562,27 @@ class _Routes:
             hold = await asyncio.to_thread(self.c.holding.hold, thread_id)
             return hold is not None and hold.holder == person
 
-        self.c.sessions.setdefault(thread_id, set()).add(session)
+        others = self.c.sessions.setdefault(thread_id, set())
+        filming = not others  # one video segment at a time: the first open session's
+        others.add(session)
+        video = contextlib.ExitStack()
         try:
+            if target.full_password and filming:  # the person's part of the video, as view does
+                part = person_video(
+                    self.c.runs_dir,
+                    thread_id,
+                    f"{target.host}::{target.port}",
+                    target.full_password,
+                )
+                await asyncio.to_thread(video.enter_context, part)
             await relay(websocket, target, session, still_held)
         finally:
-            self.c.sessions.get(thread_id, set()).discard(session)
             recorder.close()
+            try:
+                await asyncio.to_thread(video.close)
+            finally:
+                session.closed.set()
+                self.c.sessions.get(thread_id, set()).discard(session)
 
     def app(self) -> Any:
         """The routes behind the token guard."""

@@ -90,6 +90,8 @@ class PersonSession:
         self.allowed = True
         self.reader = ClientReader(on_click, on_keys, on_lost, stage="messages")
         self.ended = asyncio.Event()
+        self.closed = asyncio.Event()
+        """Set once everything of the session is finished (its video segment too)."""
 
     def revoke(self) -> None:
         """No more input from this session (at once), and end it (call in the event loop)."""

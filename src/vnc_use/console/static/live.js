@@ -24,10 +24,11 @@ function connect() {
   if (rfb || failures >= 3 || document.getElementById("live").hidden) { return; }
   let connected = false;
   const scheme = location.protocol === "https:" ? "wss://" : "ws://";
-  const url = scheme + location.host + location.pathname.replace(/[^/]*$/, "") + "websockify";
+  mode = wanted();   // the console gives input only to the holder's page that asks for it
+  const url = scheme + location.host + location.pathname.replace(/[^/]*$/, "") + "websockify" +
+    (mode === "interactive" ? "?input=1" : "");
   const mine = new RFB(box, url, { shared: true });
   rfb = mine;
-  mode = wanted();
   mine.viewOnly = mode !== "interactive";
   mine.scaleViewport = true;
   mine.addEventListener("connect", () => {
