@@ -51,12 +51,15 @@ class Holding:
         no desktop to take over)."""
         try:
             if self.fleet:
-                from vnc_use.fleet.submit import Submitter
+                from vnc_use.fleet.db import FleetDb
                 from vnc_use.fleet.takeover import fleet_holds
 
-                with Submitter(self.fleet) as fleet:
-                    row = fleet.run(thread_id)
-                if not row.desktop:
+                db = FleetDb(self.fleet, application_name="vnc-use console")
+                try:
+                    row = db.run(thread_id)
+                finally:
+                    db.close()
+                if row is None or not row.desktop:
                     return None
                 with fleet_holds(self.fleet, row) as (_, holds):
                     return holds.held_for(thread_id)
