@@ -32,7 +32,7 @@ from vnc_use.testing.gemini_checks import normalize_contents
 from vnc_use.testing.gemini_standin import FunctionCallSpec, GeminiStandIn, Reply
 
 from chromium import Browser, Page
-from console_page import fill, press, wait, wait_status
+from console_page import click_desktop, fill, press, type_keys, wait, wait_live, wait_status
 from desktop_fixtures import Probe
 
 pytestmark = pytest.mark.desktop
@@ -103,58 +103,6 @@ def _user_texts(body: Any) -> str:
     )
 
 
-def _live(page: Page, mode: str) -> None:
-    """Wait until the page's live view is connected in ``mode``."""
-    wait(
-        f"a {mode} live view",
-        lambda: page.evaluate(
-            "(() => { const b = document.getElementById('screen');"
-            f" return b.dataset.state === 'connected' && b.dataset.mode === {json.dumps(mode)}"
-            " && !!b.querySelector('canvas'); })()"
-        ),
-    )
-
-
-def _on_canvas(page: Page, probe: Probe, x: int, y: int) -> tuple[float, float]:
-    """Where desktop pixel (x, y) is in the page's viewport (noVNC scales the desktop)."""
-    page.send("Page.bringToFront")  # a tab in the background gets no input events
-    box = page.evaluate(
-        "(() => { const c = document.querySelector('#screen canvas'); c.scrollIntoView();"
-        " const r = c.getBoundingClientRect(); return [r.left, r.top, r.width, r.height]; })()"
-    )
-    width, height = probe.size
-    return box[0] + (x + 0.5) * box[2] / width, box[1] + (y + 0.5) * box[3] / height
-
-
-def _click(page: Page, probe: Probe, x: int, y: int) -> None:
-    """A real mouse click on the live view's canvas at desktop pixel (x, y)."""
-    cx, cy = _on_canvas(page, probe, x, y)
-    page.send("Input.dispatchMouseEvent", type="mouseMoved", x=cx, y=cy)
-    for kind in ("mousePressed", "mouseReleased"):
-        page.send("Input.dispatchMouseEvent", type=kind, x=cx, y=cy, button="left", clickCount=1)
-
-
-def _key(page: Page, key: str, code: str, vk: int, text: str = "", modifiers: int = 0) -> None:
-    params = {"key": key, "code": code, "windowsVirtualKeyCode": vk, "modifiers": modifiers}
-    page.send("Input.dispatchKeyEvent", type="keyDown", text=text, **params)
-    page.send("Input.dispatchKeyEvent", type="keyUp", **params)
-
-
-def _type(page: Page, text: str, clear_first: bool = False) -> None:
-    """Real key presses into the focused canvas (``clear_first``: select all, delete)."""
-    if clear_first:
-        ctrl = {"key": "Control", "code": "ControlLeft", "windowsVirtualKeyCode": 17}
-        page.send("Input.dispatchKeyEvent", type="rawKeyDown", modifiers=2, **ctrl)
-        _key(page, "a", "KeyA", 65, modifiers=2)
-        page.send("Input.dispatchKeyEvent", type="keyUp", **ctrl)
-        _key(page, "Backspace", "Backspace", 8)
-    for ch in text:
-        if ch == " ":
-            _key(page, " ", "Space", 32, " ")
-        else:
-            _key(page, ch, f"Key{ch.upper()}", ord(ch.upper()), ch)
-
-
 def _raw_input(setup: Setup, thread_id: str, point: tuple[int, int], holder_id: str) -> None:
     """A live view asked for with input (``?input=1``) by a client that does not hold the
     run: its pointer and key messages are sent, and must be dropped by the console."""
@@ -220,7 +168,7 @@ def test_take_over_in_the_page_the_live_view_takes_input_and_hand_back_goes_on(
     tid.append(str(page.evaluate("location.pathname")).split("/")[2])
     run_dir = setup.runs / tid[0]
     probe.log.wait_for(lambda e: _presses_at(probe, targets[1]) >= 1, timeout=60)
-    _live(page, "view only")
+    wait_live(page, "view only")
     press(page, "Take over")
     wait_status(page, "awaiting_human")
     landed = [_presses_at(probe, t) for t in targets]
@@ -237,14 +185,14 @@ def test_take_over_in_the_page_the_live_view_takes_input_and_hand_back_goes_on(
     other.open(f"{setup.base}/runs/{tid[0]}/?token={TOKEN}")
     wait_status(other, "awaiting_human")
     assert _visible(other, "takeover") and not _visible(other, "handback")
-    _live(other, "view only")
-    _live(page, "interactive")
+    wait_live(other, "view only")
+    wait_live(page, "interactive")
 
     # the holder, through the page's live view: real mouse and key events on noVNC's canvas
     person_click = (w // 10, h // 3)
-    _click(page, probe, *probe.entry_center)
+    click_desktop(page, probe.size, *probe.entry_center)
     probe.log.wait_for(lambda e: _presses_at(probe, probe.entry_center, NEAR) >= 1, timeout=20)
-    _type(page, TYPED, clear_first=True)
+    type_keys(page, TYPED, clear_first=True)
     probe.log.wait_type("text", text=TYPED, timeout=30)
     keys = len(probe.log.events("key"))
     # the other browser's page, made to believe it holds the run, asks for an interactive
@@ -253,11 +201,11 @@ def test_take_over_in_the_page_the_live_view_takes_input_and_hand_back_goes_on(
     other.evaluate(
         "document.body.dataset.yours = '1'; window.dispatchEvent(new Event('vnc-use-live'))"
     )
-    _live(other, "interactive")
-    _click(other, probe, *intruder)
-    _type(other, "zz")
+    wait_live(other, "interactive")
+    click_desktop(other, probe.size, *intruder)
+    type_keys(other, "zz")
     _raw_input(setup, tid[0], intruder, "an-id-of-another-browser")  # a script, not a page
-    _click(page, probe, *person_click)
+    click_desktop(page, probe.size, *person_click)
     probe.log.wait_for(lambda e: _presses_at(probe, person_click, NEAR) >= 1, timeout=20)
     time.sleep(0.5)  # the intruder's input was sent first; none of it may have landed
     assert _presses_at(probe, intruder, 3 * NEAR) == 0
@@ -276,7 +224,7 @@ def test_take_over_in_the_page_the_live_view_takes_input_and_hand_back_goes_on(
 
     fill(page, "Note", NOTE)
     press(page, "Hand back")
-    _live(page, "view only")  # at once
+    wait_live(page, "view only")  # at once
     wait_status(page, "done", timeout=120)
 
     first_after = api.requests[requests]

@@ -555,7 +555,14 @@ class _Routes:
         --interactive`` records it (clicks with positions, key presses as a count)."""
         from vnc_use.runs.takeover import PersonRecorder, person_video
 
-        recorder = PersonRecorder(self.c.runs_dir, thread_id, list(self.c.secrets))
+        video = contextlib.ExitStack()
+        sink = None
+        if self.c.fleet:  # the run's events are the fleet's database's
+            from vnc_use.console.holding import FleetEvents
+
+            sink = await asyncio.to_thread(FleetEvents, self.c.fleet, thread_id)
+            video.callback(sink.close)
+        recorder = PersonRecorder(self.c.runs_dir, thread_id, list(self.c.secrets), folder=sink)
         session = PersonSession(person, recorder.click, recorder.key, recorder.lost)
 
         async def still_held() -> bool:
@@ -565,9 +572,10 @@ class _Routes:
         others = self.c.sessions.setdefault(thread_id, set())
         filming = not others  # one video segment at a time: the first open session's
         others.add(session)
-        video = contextlib.ExitStack()
         try:
-            if target.full_password and filming:  # the person's part of the video, as view does
+            if (
+                target.full_password and filming and sink is None
+            ):  # the person's part of the video, as view does
                 part = person_video(
                     self.c.runs_dir,
                     thread_id,

@@ -16,7 +16,10 @@ A takeover waits until the run has paused at its next step boundary (the executo
 from __future__ import annotations
 
 import hashlib
+import json
 import secrets
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +27,7 @@ from vnc_use import config
 from vnc_use.errors import ConfigError
 from vnc_use.store.holds import Hold
 
-__all__ = ["HOLDER_COOKIE", "Holding", "holder_name", "new_holder_id"]
+__all__ = ["HOLDER_COOKIE", "FleetEvents", "Holding", "holder_name", "new_holder_id"]
 
 HOLDER_COOKIE = "vnc_use_holder"
 
@@ -95,3 +98,24 @@ class Holding:
                 f"run {thread_id!r} is held by {hold.describe()}, not by you: only they hand it "
                 'back (or take it first: Take over with {"force": true})'
             )
+
+
+class FleetEvents:
+    """A fleet run's events in the fleet's database (where its worker's next leg reads them:
+    the person's clicks and key counts a hand-back tells the model); :meth:`close` when done."""
+
+    def __init__(self, url: str, thread_id: str) -> None:
+        from vnc_use.fleet.blobs import RunStore
+
+        self.thread_id = thread_id
+        self.store = RunStore(url, application_name="vnc-use console")
+        self._lock = threading.Lock()
+
+    def event(self, event: str, /, **fields: Any) -> dict[str, Any]:
+        record = {"ts": round(time.time(), 3), "event": event, **fields}
+        with self._lock:
+            self.store.put_event(self.thread_id, json.dumps(record))
+        return record
+
+    def close(self) -> None:
+        self.store.close()
