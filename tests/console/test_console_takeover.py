@@ -6,8 +6,10 @@ A run of six clicks is taken over from its page after its second click: it waits
 over DevTools onto noVNC's canvas) that land on the probe; another browser (its own cookies,
 the same token) sees the run view-only, its input (even with the page's flag forced off)
 never reaches the probe, and its hand-back is refused naming the holder; "Hand back" with a
-Note goes on to ``done``, the model told the note; the run's events have the person's clicks
-and a count of key presses, never the typed text; the video has the person's part.
+Note goes on to ``done``, the model told the note (a script forcing the run from the page's
+person turns the page's view view-only; the page's person forces it back); the run's events
+have the person's clicks and a count of key presses, never the typed text; the video has the
+person's part.
 """
 
 from __future__ import annotations
@@ -221,6 +223,25 @@ def test_take_over_in_the_page_the_live_view_takes_input_and_hand_back_goes_on(
         assert f"held by {hold.holder} since" in taken.json()["error"]
         back = http.post(f"/api/runs/{tid[0]}/handback", json={"note": "not mine"})
         assert back.status_code == 409 and hold.holder in back.json()["error"], back.text
+        # a script with a holder cookie of its own forces it: the page's view goes view only
+        http.cookies.set("vnc_use_holder", "a-script-that-forces-it")
+        forced = http.post(f"/api/runs/{tid[0]}/takeover", json={"force": True})
+        assert forced.status_code == 200 and forced.json()["holder"] != hold.holder, forced.text
+        wait_live(page, "view only")
+        wait("the page's Take over", lambda: _visible(page, "takeover"))
+        assert not _visible(page, "handback")
+    # the page's person forces it back (the API, with the page's own cookie)
+    again = page.send(
+        "Runtime.evaluate",
+        expression=f"fetch('/api/runs/{tid[0]}/takeover', {{method: 'POST', headers: "
+        "{'Content-Type': 'application/json'}, body: JSON.stringify({force: true})})"
+        ".then((r) => r.status)",
+        awaitPromise=True,
+        returnByValue=True,
+    )
+    assert again["result"]["value"] == 200, again
+    wait("the holder's controls again", lambda: _visible(page, "handback"))
+    wait_live(page, "interactive")
 
     fill(page, "Note", NOTE)
     press(page, "Hand back")
@@ -249,10 +270,10 @@ def test_take_over_in_the_page_the_live_view_takes_input_and_hand_back_goes_on(
     kinds = [e["event"] for e in events]
     assert kinds.index("taken_over") < kinds.index("handed_back")
     segments = json.loads((run_dir / "video.json").read_text())["segments"]
-    theirs = [s for s in segments if s.get("person")]  # the video has the person's part
-    assert len(theirs) == 1 and (run_dir / theirs[0]["file"]).stat().st_size > 0, segments
-    assert theirs[0]["frames"] > 0, segments
-    assert segments.index(theirs[0]) not in (0, len(segments) - 1)  # between the run's legs
+    theirs = [s for s in segments if s.get("person")]  # the video has the person's part:
+    assert len(theirs) == 2, segments  # one per hold of the page's person
+    assert theirs[0]["frames"] > 0 and (run_dir / theirs[0]["file"]).stat().st_size > 0
+    assert segments.index(theirs[-1]) not in (0, len(segments) - 1)  # between the run's legs
     for path in [*run_dir.rglob("*"), *(setup.runs / ".console").rglob("*")]:
         if path.is_file():
             assert TYPED.encode() not in path.read_bytes(), path
