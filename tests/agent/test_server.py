@@ -687,3 +687,33 @@ def test_a_served_run_is_taken_over_and_handed_back(
     said = json.dumps(model.requests[asked].body)
     assert "A person took control of the desktop" in said and "the form is filled" in said
     assert holds.held_for(tid) is None
+
+
+def test_a_served_run_waits_for_a_desktop_a_person_holds_for_another_run(
+    server: LangGraphDev, probe: Probe, runs: Path
+) -> None:
+    """Issue 40: a served leg is leased like a local one (:mod:`vnc_use.runs.leg`): a desktop
+    a person took over for another run is busy for it too; the served run waits its lease
+    timeout, then fails with the one line naming the person, and never acts."""
+    from vnc_use.store.holds import DesktopHolds
+    from vnc_use.store.journal import SqliteJournalStore
+    from vnc_use.store.lease import desktop_key
+
+    gx, gy, _ = _grid(probe)
+    probe.log.clear()
+    runs.mkdir(parents=True)
+    store = SqliteJournalStore(runs / "vnc-use.sqlite")
+    holds = DesktopHolds(store, desktop_key(probe.desktop.server))
+    holds.take("other-run", "ann")
+    try:
+        argv = served_run(server.url, probe, runs, f"click grid {gx},{gy}")
+        served = run_cli([*argv, "--lease-timeout", "0.5"])
+    finally:
+        holds.free("other-run", "ann")
+        store.close()
+    assert served.returncode == 1, served.stdout + served.stderr
+    assert "status: error" in served.stdout and "report:" not in served.stdout  # none made
+    assert f"the desktop {probe.desktop.server} is held by ann" in served.stderr
+    assert "took over run other-run (waited 0.5 s for it)" in served.stderr
+    assert served.stderr.count("\n") == 1
+    assert _presses(probe) == []  # the served run never acted
