@@ -5,9 +5,10 @@ listeners, its redaction), write ``run.json`` (the first leg), reach and connect
 record a video segment, run the graph, record the outcome, close. :class:`RunHost` walks it
 for :class:`~vnc_use.runs.agent.VncUseAgent` (its face), so for every door that runs in a
 process of its own: ``vnc-use run`` and its verbs (:class:`~vnc_use.runs.executor.LocalExecutor`),
-``eval``, MCP ``run_task``, the fleet's workers (``kind`` ``fleet``). The LangGraph Server
-factory (:mod:`vnc_use.runs.serve`), where the server runs the graph, shares its pieces: the
-run folder and ``run.json`` writer, the storage, reaching the desktop, the video segment.
+``eval``, MCP ``run_task``, the fleet's workers (``kind`` ``fleet``), and for LangGraph
+Server (:mod:`vnc_use.runs.serve`, ``kind`` ``served``), where the server invokes the graph:
+:meth:`RunHost.hosted_leg` lives the same leg up to the graph and binds its parts to the
+server's graph; :meth:`HostedLeg.finish` records the outcome from the state the server left.
 
 The graph itself (nodes, routing) is in :mod:`vnc_use.agent.graph`; :class:`RunHost` compiles
 it with a checkpointer (SQLite in the runs folder, or PostgreSQL: :mod:`vnc_use.store.storage`),
