@@ -717,3 +717,22 @@ def test_a_served_run_waits_for_a_desktop_a_person_holds_for_another_run(
     assert "took over run other-run (waited 0.5 s for it)" in served.stderr
     assert served.stderr.count("\n") == 1
     assert _presses(probe) == []  # the served run never acted
+
+
+def test_a_served_cost_cap_on_a_model_of_unknown_price_is_refused_before_it_acts(
+    server: LangGraphDev, probe: Probe, runs: Path
+) -> None:
+    """Issue 40: a served leg starts as a local one does (:mod:`vnc_use.runs.leg`): a cost
+    cap on a model whose price vnc-use does not know is refused in one line naming
+    ``--price``, before the desktop is touched (it was not: the run made its first click,
+    then stopped ``cost_limit``)."""
+    gx, gy, _ = _grid(probe)
+    probe.log.clear()
+    argv = served_run(server.url, probe, runs, f"click grid {gx},{gy}")
+    unknown = ["--model", "gemini-9-unpriced", "--model-family", "gemini-3"]
+    served = run_cli([*argv, *unknown, "--max-cost", "1"])
+    assert served.returncode == 1, served.stdout + served.stderr
+    assert "--max-cost needs the price of gemini-9-unpriced" in served.stderr
+    assert "give it with --price INPUT/OUTPUT" in served.stderr
+    assert served.stderr.count("\n") == 1
+    assert _presses(probe) == []

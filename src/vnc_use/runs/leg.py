@@ -726,13 +726,17 @@ class RunHost:
         """One leg of a run whose graph another host invokes (LangGraph Server: the factory
         of :mod:`vnc_use.runs.serve`), lived as a leg this host runs itself: the desktop's
         lease (a person's hold on it included), the run folder, ``run.json`` (a first leg:
-        its task is recorded when it enters the graph, :meth:`HostedLeg.started`), the
+        its task is recorded when it enters the graph, :meth:`HostedLeg.started`; a cost cap
+        it cannot keep refused first, as :meth:`run` refuses it), the
         desktop, the video segment and the stop watch. The host reads the graph's state as
         the leg left it and hands it to :meth:`HostedLeg.finish` before the block ends."""
         planner = self._planner_of(thread_id)
+        first = run_record.load(self.runs_dir / thread_id) is None
+        if first:  # as run() does, before anything is recorded
+            self._check_cost_cap(planner)
         with self._leased(thread_id):
             folder = self._folder(thread_id)
-            if run_record.load(folder.path) is None:
+            if first:
                 self._record_new(folder, thread_id, "", planner)
             else:  # a later leg: a cap raised on resume (--max-cost) is the run's cap now
                 run_record.update(folder, max_cost=self.settings.max_cost)
