@@ -25,6 +25,7 @@ settings, the budgets it uses, where its desktop is and how it was reached).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import threading
@@ -742,7 +743,8 @@ class RunHost:
                 run_record.update(folder, max_cost=self.settings.max_cost)
             with self._segment(thread_id, folder) as journal:
                 ctx = self._context(thread_id, folder, journal, self._fence(thread_id))
-                yield HostedLeg(self, thread_id, ctx)
+                label = self._reach.label if self._reach is not None else None
+                yield HostedLeg(self, thread_id, ctx, label)
 
     def _legs(self, inp: Any, thread_id: str, folder: RunFolder, journal: Any) -> RunResult:
         """The graph's invocations of one leg: again after each reconnect."""
@@ -903,10 +905,14 @@ class HostedLeg:
     """A leg another host runs the graph of (:meth:`RunHost.hosted_leg`): the live parts it
     binds (:attr:`context`), its start, its outcome."""
 
-    def __init__(self, host: RunHost, thread_id: str, context: AgentContext) -> None:
+    def __init__(
+        self, host: RunHost, thread_id: str, context: AgentContext, label: str | None
+    ) -> None:
         self.host = host
         self.thread_id = thread_id
         self.context = context
+        self.label = label
+        """The desktop as records name it (``rdp://HOST:PORT (via FreeRDP)`` behind a bridge)."""
 
     @property
     def folder(self) -> RunFolder:
@@ -920,12 +926,11 @@ class HostedLeg:
         run_record.update(
             self.folder, task=task, started=time.time(), security=security, status="running"
         )
-        reached = self.host._reach
         self.folder.event(
             "run_started",
             thread_id=self.thread_id,
             task=task,
-            vnc_server=reached.label if reached is not None else None,
+            vnc_server=self.label,
             security=security,
         )
 
@@ -934,8 +939,6 @@ class HostedLeg:
     ) -> RunResult:
         """The leg paused or ended (``snap``: the graph's state as it left it; ``error``:
         what stopped it, a cancellation an interruption): its outcome, recorded."""
-        import asyncio
-
         message = None
         interrupted = isinstance(error, asyncio.CancelledError)
         if error is not None and not interrupted:
