@@ -18,7 +18,7 @@ The layers, top to bottom (docs/architecture.md explains each)::
     store/        journal, checkpoints, leases (SQLite / PostgreSQL)
     actions/      the action vocabulary on the 0-999 grid
     desktops/     VNC client, local desktops, RDP bridge, process helpers
-    base          config.py  errors.py  status.py  version.py
+    base          config.py  errors.py  setting.py  status.py  version.py
 
 This is the order of DESIGN.md ("The house"), which the code now keeps without exception.
 Three places it does not name are decided here: ``calibration/`` (``vnc-use calibrate``) is a
@@ -81,7 +81,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("store", ("store",)),
     ("actions", ("actions",)),
     ("desktops", ("desktops",)),
-    ("base", ("config", "errors", "status", "version")),
+    ("base", ("config", "errors", "setting", "status", "version")),
 ]
 TESTING = "testing"
 COMPAT_MARK = "# compat-alias:"

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
 
+from vnc_use.cli.options import add_settings
 from vnc_use.status import RunStatus
 
 EXIT_DONE, EXIT_ERROR, EXIT_USAGE, EXIT_AWAITING, EXIT_DENIED, EXIT_BUDGET = 0, 1, 2, 3, 4, 5
@@ -36,37 +37,13 @@ EXIT_CODES: dict[str, int] = {
 
 def add_runs_dir(p: argparse.ArgumentParser) -> None:
     """``--runs-dir``: where run folders and the checkpoint database live."""
-    p.add_argument("--runs-dir", default="runs", help="folder of run folders and checkpoints")
-
-
-def _fps(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of frames a second") from None
-    if not 0 < value <= 60:
-        raise argparse.ArgumentTypeError(f"{text} must be more than 0 and at most 60 (frames/s)")
-    return value
+    add_settings(p, "runs_dir")
 
 
 def add_video_options(p: argparse.ArgumentParser) -> None:
     """``--no-video`` / ``--video`` and ``--video-fps``: the run's ``video.mp4`` (on by
     default for a new run; a continued run keeps its own choice unless one is given)."""
-    p.add_argument(
-        "--video",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="record video.mp4 from the VNC connection (default: on for a new run; approve, "
-        "deny and resume keep the run's own choice)",
-    )
-    p.add_argument(
-        "--video-fps",
-        type=_fps,
-        default=None,
-        metavar="N",
-        help="the video's highest frame rate; frames only when the screen changes (default 10, "
-        "or the run's own)",
-    )
+    add_settings(p, "recording")
 
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)

@@ -9,12 +9,16 @@ import sys
 from typing import Any
 
 from vnc_use.cli.common import EXIT_DONE, add_runs_dir
-from vnc_use.cli.options import positive_int, positive_usd
+from vnc_use.cli.options import add_settings, spec_fields
 from vnc_use.errors import ConfigError
 
 __all__ = ["register"]
 
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+FORM_SETTINGS = ("provider", "model", "step_limit", "max_cost", "confirm_actions")
+"""The run settings the console's form offers, whose defaults its options give."""
 
 
 def register(sub: Any) -> None:
@@ -61,28 +65,11 @@ def register(sub: Any) -> None:
         "--fleet", default=None, metavar="URL", help="the runs of a fleet (PostgreSQL URL)"
     )
     p.add_argument("--server", default=None, metavar="URL", help="the runs of a LangGraph Server")
-    p.add_argument("--provider", default=None, help="the form's default provider")
-    p.add_argument("--model", default=None, help="the form's default model")
-    p.add_argument(
-        "--step-limit",
-        type=positive_int,
-        default=None,
-        metavar="N",
-        help="the form's default step limit",
-    )
-    p.add_argument(
-        "--max-cost",
-        type=positive_usd,
-        default=None,
-        metavar="USD",
-        help="the form's default cost cap",
-    )
-    p.add_argument(
-        "--confirm",
-        nargs="+",
-        default=[],
-        metavar="NAME",
-        help="the form's default actions that need approval",
+    add_settings(  # the form's defaults: a person may change each for a run
+        p,
+        *FORM_SETTINGS,
+        notes=dict.fromkeys(FORM_SETTINGS, "the form's default"),
+        parse={"step_limit": "positive_int"},
     )
     p.set_defaults(func=command)
 
@@ -129,19 +116,13 @@ def command(args: argparse.Namespace) -> int:
             "vnc-use console --fleet cannot go with --vnc, --rdp or --local: the fleet's "
             "workers own its desktops (the form offers their labels)"
         )
-    spec: dict[str, Any] = {
-        "provider": args.provider,
-        "model": args.model,
-        "step_limit": args.step_limit,
-        "max_cost": args.max_cost,
-        "confirm_actions": list(args.confirm) or None,
-    }
+    spec: dict[str, Any] = spec_fields(args, *FORM_SETTINGS)
     options = ConsoleOptions(
         runs_dir=args.runs_dir,
         vnc=list(args.vnc),
         rdp=list(args.rdp),
         local=args.local,
-        spec={k: v for k, v in spec.items() if v is not None},
+        spec={k: v for k, v in spec.items() if v != []},
         fleet=args.fleet,
     )
     console = make_console(options)

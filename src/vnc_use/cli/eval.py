@@ -30,7 +30,9 @@ from vnc_use.cli.common import (
 from vnc_use.cli.options import (
     add_budget_options,
     add_model_options,
+    add_password_envs,
     add_rdp_options,
+    add_settings,
     desktop_target,
     positive_int,
 )
@@ -73,9 +75,7 @@ def register(sub: Any) -> None:
     add_rdp_options(
         p, default_help="one desktop, the tasks one at a time on it (setup and check run here)"
     )
-    p.add_argument(
-        "--connect-timeout", type=float, default=None, metavar="S", help="--rdp: default 5"
-    )
+    add_settings(p, "connect_timeout")
     p.add_argument(
         "--server",
         default=None,
@@ -84,13 +84,7 @@ def register(sub: Any) -> None:
         "here); the server connects to the desktops: --vnc ADDR it can reach, or the local "
         "desktops eval starts, all with the password in VNC_PASSWORD",
     )
-    p.add_argument(
-        "--vnc-password-env",
-        default="VNC_PASSWORD",
-        metavar="NAME",
-        help="with --server: the server's environment variable that holds the desktops' VNC "
-        "password (the password itself never travels); default VNC_PASSWORD",
-    )
+    add_password_envs(p, "vnc_password_env")
     hitl = p.add_mutually_exclusive_group()
     hitl.add_argument(
         "--no-hitl",
@@ -100,14 +94,11 @@ def register(sub: Any) -> None:
     hitl.add_argument(
         "--approve-all", action="store_true", help="approve every action that asks for it"
     )
-    add_budget_options(
+    add_budget_options(  # a task's own budgets go on top of these
         p,
-        step_limit=15,
-        step_type=positive_int,
-        timeout_help="seconds per task (default 300)",
-        stall_help="per task run: tell the model when its last N actions changed nothing, stop "
-        "it as stuck if it goes on; 0: off (default 4)",
-        stall_type=int,
+        stall=True,
+        defaults={"step_limit": 15},
+        parse={"step_limit": "positive_int", "stall_after": "int"},
     )
     add_model_options(p)
     p.add_argument("--quiet", action="store_true", help="print only the summary")

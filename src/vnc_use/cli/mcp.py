@@ -23,6 +23,7 @@ from vnc_use.cli.options import (
     add_model_options,
     add_rdp_options,
     add_screen_region,
+    add_vnc,
 )
 from vnc_use.cli.spec import mcp_spec
 from vnc_use.desktops.target import ReachedDesktop, reach
@@ -41,13 +42,7 @@ def register(sub: Any) -> None:
         help="serve the desktop to other agents over MCP (tools: screenshot, click, "
         "type_text, press_keys, scroll, drag, run_task, approve_run, deny_run)",
     )
-    p.add_argument(
-        "--vnc",
-        default=None,
-        metavar="HOST::PORT",
-        help="VNC server address (password: VNC_PASSWORD); default: the local desktop, "
-        "started when needed",
-    )
+    add_vnc(p, default="the local desktop, started when needed; password: VNC_PASSWORD")
     p.add_argument(
         "--transport",
         choices=("stdio", "http"),
@@ -62,13 +57,11 @@ def register(sub: Any) -> None:
         metavar="N",
         help=f"HTTP port on 127.0.0.1 (default {DEFAULT_PORT}; 0: a free one)",
     )
-    add_connection_options(
-        p, user_help="default: VNC_USERNAME", ca_help="CA of the server's TLS cert"
-    )
+    add_connection_options(p)
     add_screen_region(p)
     add_rdp_options(p, default_help="instead of --vnc; the bridge lives as long as the server")
     add_model_options(p)
-    add_budget_options(p, timeout_help="seconds budget of a run_task run")
+    add_budget_options(p)
     add_runs_dir(p)
     add_video_options(p)
     p.set_defaults(func=command)

@@ -1,40 +1,52 @@
-"""The options several commands share, defined once: the model, the budgets, the desktop.
+"""The options of a run's settings, built from the settings' own fields.
 
-``run`` (and ``--server``), ``eval``, ``mcp``, ``replay`` and ``approve``/``deny``/``resume``
-add them with the ``add_*`` functions; :func:`model_fields`, :func:`budget_fields` and
-:func:`desktop_target` read them back into a :class:`~vnc_use.runs.spec.RunSpec`'s fields and
-its :class:`~vnc_use.desktops.target.DesktopTarget` (the door builders in
-:mod:`vnc_use.cli.spec`). Nothing is written onto the parsed arguments.
+Each option that sets a run's setting is generated from its field of
+:class:`~vnc_use.runs.spec.RunSpec` or :class:`~vnc_use.desktops.target.DesktopTarget`
+(:func:`add_settings`: the flag, metavar, choices, help and default its
+:class:`~vnc_use.setting.Setting` declares), and read back the same way (:func:`spec_fields`,
+:func:`desktop_target`; the door builders in :mod:`vnc_use.cli.spec`). ``run`` (and
+``--server``), ``eval``, ``mcp``, ``replay`` and ``approve``/``deny``/``resume`` add the groups
+they take with the ``add_*`` functions, so a setting added to a group reaches each of them
+without a change here. Nothing is written onto the parsed arguments.
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Mapping
-from dataclasses import replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import Field, replace
 from typing import Any
 
 from vnc_use import config
 from vnc_use.desktops.target import DesktopTarget
 from vnc_use.errors import ConfigError
 from vnc_use.providers.pricing import parse_price
+from vnc_use.setting import Setting, default_text, settings_of
 
 __all__ = [
+    "PARSERS",
     "add_budget_options",
     "add_connection_options",
     "add_cost_options",
     "add_login_and_paste",
     "add_max_cost",
     "add_model_options",
+    "add_password_envs",
     "add_rdp_options",
     "add_rdp_session_options",
+    "add_settings",
+    "add_vnc",
     "budget_fields",
     "desktop_target",
+    "frames_per_second",
     "model_fields",
     "non_negative_int",
+    "non_negative_seconds",
     "positive_seconds",
     "positive_usd",
     "price_arg",
+    "setting_help",
+    "spec_fields",
     "video_fields",
 ]
 
@@ -85,278 +97,223 @@ def price_arg(text: str) -> tuple[float, float]:
         raise argparse.ArgumentTypeError(str(exc).removeprefix(f"--price {text!r}: ")) from None
 
 
-# --------------------------------------------------------------------------- the model
+def non_negative_seconds(text: str) -> float:
+    """A number of seconds, 0 or more (``--lease-timeout``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} must be 0 or more seconds")
+    return value
 
-_MODEL_FLAGS = (
-    "provider",
-    "model",
-    "tool_version",
-    "base_url",
-    "dialect",
-    "keep_screenshots",
-    "environment",
-    "model_family",
-    "keep_browser_actions",
-    "api_version",
-)
+
+def frames_per_second(text: str) -> float:
+    """A frame rate above 0, at most 60 (``--video-fps``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of frames a second") from None
+    if not 0 < value <= 60:
+        raise argparse.ArgumentTypeError(f"{text} must be more than 0 and at most 60 (frames/s)")
+    return value
+
+
+PARSERS: Mapping[str, Callable[[str], Any]] = {
+    "int": int,
+    "float": float,
+    "count": non_negative_int,
+    "positive_int": positive_int,
+    "seconds": positive_seconds,
+    "wait": non_negative_seconds,
+    "usd": positive_usd,
+    "price": price_arg,
+    "fps": frames_per_second,
+}
+"""The command line's check of each kind of value a :class:`~vnc_use.setting.Setting` names."""
+
+
+# --------------------------------------------------------------------------- settings
+
+
+def _owners() -> tuple[type, ...]:
+    """The classes whose fields are a run's settings (read when a parser is built)."""
+    from vnc_use.runs import spec
+
+    return (spec.RunSpec, DesktopTarget)
+
+
+def _settings(which: Sequence[str]) -> list[tuple[Field[Any], Setting]]:
+    """The settings of the groups (or fields) ``which`` names, in that order, each in its
+    field order (no group has a field's name)."""
+    found = [(f, s) for cls in _owners() for f, s in settings_of(cls)]
+    return [(f, s) for key in which for f, s in found if key in (s.group, f.name)]
+
+
+def setting_help(f: Field[Any], s: Setting, *, shown: str | None = None) -> str:
+    """The setting's one description, with how its default is named."""
+    default = shown or default_text(f, s)
+    return s.help + (f" (default: {default})" if default else "")
+
+
+def add_settings(
+    p: argparse.ArgumentParser,
+    *which: str,
+    defaults: Mapping[str, Any] | None = None,
+    shown: Mapping[str, str] | None = None,
+    notes: Mapping[str, str] | None = None,
+    parse: Mapping[str, str] | None = None,
+) -> None:
+    """Add the options of the settings ``which`` names (groups such as ``planner``, or field
+    names), built from the fields: flag, metavar, choices, help and default. A command may
+    give a field its own default (``defaults``), name the default its own way (``shown``),
+    add a note to the help (``notes``) or check the value as another kind (``parse``)."""
+    for f, s in _settings(which):
+        text = setting_help(f, s, shown=(shown or {}).get(f.name))
+        note = (notes or {}).get(f.name)
+        kwargs = _how(f, s, (parse or {}).get(f.name, s.parse))
+        kwargs["help"] = (f"{text}; {note}" if note else text).replace("%", "%%")
+        if defaults and f.name in defaults:
+            kwargs["default"] = defaults[f.name]
+        p.add_argument(s.flag, **kwargs)
+
+
+def _how(f: Field[Any], s: Setting, kind: str | None) -> dict[str, Any]:
+    """``add_argument``'s keywords for a setting (all but its help)."""
+    how: dict[str, Any] = {"dest": s.dest} if s.dest else {}
+    if s.kind in ("switch", "negated"):
+        return {**how, "action": "store_true", "default": None}
+    if s.kind == "on_off":
+        return {**how, "action": argparse.BooleanOptionalAction, "default": None}
+    if s.kind == "many":
+        how.update(nargs="+", default=[])
+    elif s.kind == "each":
+        how.update(action="append", default=[])
+    else:
+        how["default"] = f.default if s.cli_default else None
+    if kind is not None:
+        how["type"] = PARSERS[kind]
+    if s.metavar:
+        how["metavar"] = s.metavar
+    if s.choices:
+        how["choices"] = s.choices
+    return how
+
+
+def spec_fields(args: argparse.Namespace, *which: str, owner: type | None = None) -> dict[str, Any]:
+    """The fields the parsed options of the settings ``which`` names set (all of ``owner``'s,
+    by default the run spec's, when none is named): those given only."""
+    chosen = _settings(which) if which else list(settings_of(owner or _owners()[0]))
+    found: dict[str, Any] = {}
+    for f, s in chosen:
+        value = getattr(args, s.name, None)
+        if value is None:
+            continue
+        if s.kind == "negated":
+            if value:
+                found[f.name] = False
+            continue
+        if s.kind in ("many", "each") or s.parse == "price":
+            value = [float(v) for v in value] if s.parse == "price" else list(value)
+        found[f.name] = value
+    return found
+
+
+# --------------------------------------------------------------------------- the groups
 
 
 def add_model_options(p: argparse.ArgumentParser) -> None:
     """Who serves the model and how it is configured (``--provider`` ... ``--exclude``)."""
-    p.add_argument(
-        "--provider",
-        default=None,
-        metavar="NAME",
-        help="who serves the model: gemini (default), anthropic (Claude), openai, or "
-        "openai-compatible (any OpenAI-compatible server: LM Studio, Ollama, vLLM, llama.cpp); "
-        "left out, a model id starting claude- means anthropic and gpt- openai; kept for "
-        "approve/deny/resume",
-    )
-    p.add_argument(
-        "--tool-version",
-        default=None,
-        metavar="VERSION",
-        help="anthropic: the computer tool to send instead of the model's own "
-        "(computer_toolset_20260801, computer_20251124, computer_20250124); kept for "
-        "approve/deny/resume",
-    )
-    p.add_argument(
-        "--model",
-        default=None,
-        help="model id: for Gemini e.g. gemini-3.5-flash (its family decides the action set); "
-        "for openai-compatible the id the server lists at BASE_URL/models",
-    )
-    p.add_argument(
-        "--base-url",
-        default=None,
-        metavar="URL",
-        help="openai-compatible: the server's address, e.g. http://localhost:1234/v1 (LM Studio), "
-        "http://localhost:11434/v1 (Ollama), http://localhost:8000/v1 (vLLM); the API key, if "
-        "any, comes from OPENAI_API_KEY and is never recorded",
-    )
-    p.add_argument(
-        "--dialect",
-        default=None,
-        metavar="NAME",
-        help="openai-compatible: how the model answers: tools, qwen3-vl, qwen2.5-vl, ui-tars, "
-        "holo, ui-venus, opencua (run vnc-use calibrate to check) "
-        "(default: from the model id, else tools)",
-    )
-    p.add_argument(
-        "--keep-screenshots",
-        type=non_negative_int,
-        default=None,
-        metavar="N",
-        help="send the model only the last N screenshots (default: the provider's, 3 for "
-        "Gemini and Claude, 2 for openai-compatible)",
-    )
-    p.add_argument(
-        "--environment",
-        choices=("browser", "desktop"),
-        default=None,
-        help="what the model is driving (default: the model family's; desktop for 3.5 Flash)",
-    )
-    p.add_argument(
-        "--model-family",
-        default=None,
-        metavar="NAME",
-        help="action set for a model id vnc-use does not know: gemini-2.5, gemini-3, gemini-3.5",
-    )
-    p.add_argument(
-        "--keep-browser-actions",
-        action="store_true",
-        help="on a desktop, keep navigate/search/go_back/... (2.5 and 3 Flash families)",
-    )
-    p.add_argument(
-        "--api-version",
-        default=None,
-        metavar="VERSION",
-        help="Gemini API version requests go to (default: the GEMINI_API_VERSION environment "
-        "variable, else v1beta, the version of Google's Computer Use examples); kept for "
-        "approve/deny/resume",
-    )
-    p.add_argument("--exclude", nargs="+", default=[], metavar="NAME", help="actions to forbid")
+    add_settings(p, "planner")
 
 
 def model_fields(args: argparse.Namespace) -> dict[str, Any]:
     """The RunSpec fields :func:`add_model_options` gave (those given only)."""
-    fields = {name: getattr(args, name) for name in _MODEL_FLAGS}
-    fields["excluded_actions"] = list(args.exclude)
-    return {k: v for k, v in fields.items() if v is not None}
-
-
-# --------------------------------------------------------------------------- budgets
+    return spec_fields(args, "planner")
 
 
 def add_budget_options(
     p: argparse.ArgumentParser,
     *,
-    step_limit: int | None = None,
-    step_type: Any = int,
-    timeout: float | None = None,
-    timeout_help: str = "seconds budget",
-    stall_help: str | None = None,
-    stall_type: Any = non_negative_int,
+    stall: bool = False,
+    defaults: Mapping[str, Any] | None = None,
+    parse: Mapping[str, str] | None = None,
 ) -> None:
     """``--step-limit`` and ``--timeout`` (left out: the run spec's defaults, unless the
-    command has its own); with ``stall_help``, also ``--stall-after``, ``--max-cost`` and
+    command gives its own); with ``stall``, also ``--stall-after``, ``--max-cost`` and
     ``--price`` (the stall limit, the cost cap and the model's price)."""
-    p.add_argument("--step-limit", type=step_type, default=step_limit, metavar="N")
-    p.add_argument("--timeout", type=float, default=timeout, metavar="S", help=timeout_help)
-    if stall_help is not None:
-        p.add_argument("--stall-after", type=stall_type, default=None, metavar="N", help=stall_help)
-        add_cost_options(p)
+    groups = ("budget", "stall", "cost") if stall else ("budget",)
+    shown = {k: str(v) for k, v in (defaults or {}).items()}
+    add_settings(p, *groups, defaults=defaults, shown=shown, parse=parse)
 
 
 def add_cost_options(p: argparse.ArgumentParser) -> None:
     """``--max-cost`` and ``--price``: the run's cost cap and the model's price."""
-    p.add_argument(
-        "--max-cost",
-        type=positive_usd,
-        default=None,
-        metavar="USD",
-        help="stop the run (status cost_limit, exit 5) before a model call once its cost "
-        "reached this; resume --max-cost HIGHER continues it",
-    )
-    p.add_argument(
-        "--price",
-        type=price_arg,
-        default=None,
-        metavar="INPUT/OUTPUT",
-        help="the model's price in USD per million input and output tokens, e.g. 1.25/10 "
-        "(default: vnc-use's price table; a model not in it costs 'unknown', a local "
-        "openai-compatible model 0)",
-    )
+    add_settings(p, "cost")
 
 
 def add_max_cost(p: argparse.ArgumentParser) -> None:
     """``resume --max-cost``: a new cap for a run that stopped at its own."""
-    p.add_argument(
-        "--max-cost",
-        type=positive_usd,
-        default=None,
-        metavar="USD",
-        help="a new cost cap: a run that stopped at its cap (cost_limit) goes on up to "
-        "this one (the cost so far counts)",
+    add_settings(
+        p,
+        "max_cost",
+        notes={
+            "max_cost": "on resume: a run that stopped at its cap (cost_limit) goes on up to "
+            "this one (the cost so far counts)"
+        },
     )
 
 
 def budget_fields(args: argparse.Namespace) -> dict[str, Any]:
     """The RunSpec fields :func:`add_budget_options` gave (those given only)."""
-    price = getattr(args, "price", None)
-    fields = {
-        "step_limit": args.step_limit,
-        "seconds_timeout": args.timeout,
-        "stall_after": getattr(args, "stall_after", None),
-        "max_cost": getattr(args, "max_cost", None),
-        "price": [float(price[0]), float(price[1])] if price else None,
-    }
-    return {k: v for k, v in fields.items() if v is not None}
+    return spec_fields(args, "budget", "stall", "cost")
 
 
 # --------------------------------------------------------------------------- the desktop
 
 
-def add_connection_options(
-    p: argparse.ArgumentParser, *, user_help: str | None = None, ca_help: str | None = None
-) -> None:
+def add_connection_options(p: argparse.ArgumentParser) -> None:
     """``--vnc-user``, ``--vnc-ca``, ``--connect-timeout``: how to log in to the VNC server."""
-    p.add_argument(
-        "--vnc-user",
-        default=None,
-        metavar="USER",
-        help=user_help
-        or "user name for servers that log in with one (macOS Screen Sharing, VeNCrypt "
-        "Plain such as wayvnc); default: the VNC_USERNAME environment variable",
-    )
-    p.add_argument(
-        "--vnc-ca",
-        default=None,
-        metavar="FILE",
-        help=ca_help
-        or "PEM file of the CA that signed the VNC server's TLS certificate (VeNCrypt X509 "
-        "types); default: the system's trust store",
-    )
-    p.add_argument(
-        "--connect-timeout",
-        type=positive_seconds,
-        default=None,
-        metavar="S",
-        help="seconds to wait for the VNC connection and handshake (default 5)",
-    )
+    add_settings(p, "connection")
 
 
 def add_screen_region(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--screen-region",
-        default=None,
-        metavar="WxH+X+Y",
-        help="the part of the VNC framebuffer that is the screen, for servers that export "
-        "more (several monitors, x11vnc -ncache); kept for approve/deny/resume",
-    )
+    """``--screen-region``: the part of the framebuffer that is the screen."""
+    add_settings(p, "screen")
+
+
+def add_vnc(p: argparse.ArgumentParser, *, default: str) -> None:
+    """``--vnc HOST::PORT`` (``default``: how the command names its default desktop)."""
+    add_settings(p, "vnc", shown={"vnc_server": default})
 
 
 def add_rdp_options(p: argparse.ArgumentParser, *, default_help: str) -> None:
     """``--rdp`` and the ``--rdp-*`` options."""
-    p.add_argument(
-        "--rdp",
-        default=None,
-        metavar="HOST[:PORT]",
-        help="an RDP desktop (Windows, xrdp), reached through FreeRDP (xfreerdp) rendered into a "
-        f"private local VNC desktop; {default_help}",
-    )
+    add_settings(p, "rdp", notes={"rdp_server": default_help})
     add_rdp_session_options(p)
 
 
 def add_rdp_session_options(p: argparse.ArgumentParser) -> None:
     """The ``--rdp-*`` options (how to log in to an RDP host and the session's shape), without
     ``--rdp`` itself (``vnc-use worker`` takes several hosts)."""
-    p.add_argument(
-        "--rdp-user",
-        default=None,
-        metavar="USER",
-        help="RDP user name (default: RDP_USERNAME); the password comes from RDP_PASSWORD only",
-    )
-    p.add_argument("--rdp-domain", default=None, metavar="DOMAIN", help="RDP (Windows) domain")
-    p.add_argument(
-        "--rdp-size",
-        default=None,
-        metavar="WxH",
-        help="size of the remote session (default 1280x800)",
-    )
-    p.add_argument(
-        "--rdp-cert-fingerprint",
-        default=None,
-        metavar="SHA256",
-        help="accept only the RDP server certificate with this SHA-256 (default: trust on "
-        "first use, recorded under vnc-use's state folder)",
-    )
-    add_login_and_paste(p)
+    add_settings(p, "rdp_session", "rdp_login")
 
 
 def add_login_and_paste(p: argparse.ArgumentParser) -> None:
     """``--rdp-allow-unverified-login`` and ``--rdp-paste-text`` (left out: the run's own)."""
-    p.add_argument(
-        "--rdp-allow-unverified-login",
-        action="store_true",
-        default=None,
-        help="give the credentials to an RDP server without NLA (such as xrdp), which checks "
-        "them in its own login screen: a wrong password then cannot end the run as an error",
-    )
-    p.add_argument(
-        "--rdp-paste-text",
-        action="store_true",
-        default=None,
-        help="text the RDP keyboard cannot type (beyond US ASCII) goes through the RDP "
-        "clipboard and Ctrl+V; the clipboard is restored after",
-    )
+    add_settings(p, "rdp_login")
+
+
+def add_password_envs(p: argparse.ArgumentParser, *which: str) -> None:
+    """``--vnc-password-env`` / ``--rdp-password-env``: the variables that hold the passwords
+    on the side that acts (default: all of them)."""
+    add_settings(p, *(which or ("password_env",)))
 
 
 def video_fields(args: argparse.Namespace) -> dict[str, Any]:
     """The RunSpec fields of ``--video`` / ``--no-video`` / ``--video-fps`` that were given
     (the others stay the spec's: its default, or the recorded run's)."""
-    fields = {"video": args.video, "video_fps": args.video_fps}
-    return {k: v for k, v in fields.items() if v is not None}
+    return spec_fields(args, "recording")
 
 
 def desktop_target(
@@ -379,21 +336,16 @@ def desktop_target(
 
 
 def _given(args: argparse.Namespace, target: DesktopTarget) -> dict[str, Any]:
-    """The desktop fields the options (and the user-name variables) set."""
-    read: Mapping[str, Any] = {
-        "vnc_username": getattr(args, "vnc_user", None) or config.vnc_username(),
-        "vnc_ca": getattr(args, "vnc_ca", None),
-        "connect_timeout": getattr(args, "connect_timeout", None),
-        "screen_region": getattr(args, "screen_region", None),
-        "vnc_password_env": getattr(args, "vnc_password_env", None),
-        "rdp_password_env": getattr(args, "rdp_password_env", None),
-        "rdp_domain": getattr(args, "rdp_domain", None),
-        "rdp_size": getattr(args, "rdp_size", None),
-        "rdp_cert_fingerprint": getattr(args, "rdp_cert_fingerprint", None),
-        "rdp_paste_text": getattr(args, "rdp_paste_text", None),
-        "rdp_allow_unverified_login": getattr(args, "rdp_allow_unverified_login", None),
+    """The desktop fields the options (and the user-name variables) set; the address
+    (``--vnc`` / ``--rdp``) is :func:`desktop_target`'s."""
+    given = {
+        k: v
+        for k, v in spec_fields(args, owner=DesktopTarget).items()
+        if k not in ("vnc_server", "rdp_server", "rdp_username")
     }
-    given = {k: v for k, v in read.items() if v is not None}
+    user = getattr(args, "vnc_user", None) or config.vnc_username()
+    if user:
+        given["vnc_username"] = user
     if target.rdp_server:
         user = getattr(args, "rdp_user", None) or config.rdp_username()
         if user:

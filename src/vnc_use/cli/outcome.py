@@ -20,8 +20,8 @@ from vnc_use.cli.ask import ask_approval
 from vnc_use.cli.common import EXIT_CODES, EXIT_ERROR
 from vnc_use.errors import ConfigError
 from vnc_use.record.money import format_cost
+from vnc_use.runs.spec import where_settings
 from vnc_use.status import RunStatus
-from vnc_use.store.lease import DEFAULT_LEASE_TIMEOUT
 
 if TYPE_CHECKING:
     from vnc_use.agent.state import RunResult
@@ -31,35 +31,19 @@ if TYPE_CHECKING:
 __all__ = ["DOOR_DEFAULTS", "check_refusal", "drive", "exit_code", "given_options", "print_outcome"]
 
 DOOR_DEFAULTS: dict[str, Any] = {
-    "vnc": None,
-    "rdp": None,
     "vnc_password": None,
     "view": False,
     "server": None,
     "fleet": None,
     "label": None,
-    "runs_dir": "runs",
-    "vnc_user": None,
-    "vnc_ca": None,
-    "connect_timeout": None,
-    "screen_region": None,
-    "reconnect_window": None,
     "checkpointer": None,
-    "rdp_user": None,
-    "rdp_domain": None,
-    "rdp_size": None,
-    "rdp_cert_fingerprint": None,
-    "rdp_paste_text": None,
-    "rdp_allow_unverified_login": None,
-    "vnc_password_env": "VNC_PASSWORD",
-    "rdp_password_env": "RDP_PASSWORD",
-    "video": None,
-    "video_fps": None,
-    "max_cost": None,
-    "lease_timeout": DEFAULT_LEASE_TIMEOUT,
+    **{s.name: f.default if s.cli_default else None for f, s in where_settings()},
 }
 """The run commands' options that say where and how a run executes (the rest go into the
-run's spec, which every executor honours), with their defaults: what an executor may refuse."""
+run's spec, which every executor honours), with their defaults: what an executor may refuse.
+Besides the door's own (the executor, the live view, a password, the storage), they are the
+settings marked ``where`` (:func:`~vnc_use.runs.spec.where_settings`), as their options
+default."""
 
 
 def given_options(args: argparse.Namespace) -> dict[str, Any]:

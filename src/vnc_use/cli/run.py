@@ -22,6 +22,8 @@ from vnc_use.cli.options import (
     add_model_options,
     add_rdp_options,
     add_screen_region,
+    add_settings,
+    add_vnc,
 )
 from vnc_use.cli.outcome import check_refusal, drive, print_outcome
 from vnc_use.cli.spec import run_spec, saved_run_spec
@@ -29,7 +31,6 @@ from vnc_use.desktops.target import reach
 from vnc_use.errors import ConfigError
 from vnc_use.replay.compare import DEFAULT_TOLERANCE
 from vnc_use.store.holds import since_text
-from vnc_use.store.lease import DEFAULT_LEASE_TIMEOUT
 
 if TYPE_CHECKING:  # langgraph is imported when a run starts, not before (an RDP bridge
     # reports an unreachable server within --connect-timeout of the command starting)
@@ -45,14 +46,6 @@ def _common(p: argparse.ArgumentParser) -> None:
         default=None,
         help="VNC password (prefer the VNC_PASSWORD environment variable: argv is visible)",
     )
-    p.add_argument(
-        "--reconnect-window",
-        type=float,
-        default=None,
-        metavar="S",
-        help="how long to wait for a lost VNC server to come back before the run ends as an "
-        "error (resumable); default 30 (not with --server)",
-    )
     add_connection_options(p)
     p.add_argument(
         "--checkpointer",
@@ -63,73 +56,27 @@ def _common(p: argparse.ArgumentParser) -> None:
         "SQLite file; default: the VNC_USE_DATABASE_URL environment variable, else "
         "RUNS_DIR/vnc-use.sqlite",
     )
-    p.add_argument(
-        "--lease-timeout",
-        type=_non_negative_seconds,
-        default=DEFAULT_LEASE_TIMEOUT,
-        metavar="SECONDS",
-        help="how long to wait for a desktop another run is driving before giving up "
-        f"(default {DEFAULT_LEASE_TIMEOUT:g})",
-    )
+    add_settings(p, "local")  # --lease-timeout, --reconnect-window
     p.add_argument("--quiet", action="store_true", help="print only the final result")
     p.add_argument(
         "--json", action="store_true", help="print every event as one JSON line (as events.jsonl)"
     )
 
 
-def _non_negative_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text} must be 0 or more seconds")
-    return value
-
-
 def register(sub: Any) -> None:
     """Add ``run``, ``approve``, ``deny`` and ``resume`` to the sub-command parsers."""
     run = sub.add_parser("run", help="start a run for a task")
-    run.add_argument(
-        "--vnc",
-        default=None,
-        metavar="HOST::PORT",
-        help="VNC server address (default: the local desktop, started when needed)",
-    )
+    add_vnc(run, default="the local desktop, started when needed")
     add_rdp_options(run, default_help="instead of --vnc")
     run.add_argument(
         "--view", action="store_true", help="serve a live view while it runs (not with --server)"
     )
     add_screen_region(run)
     run.add_argument("--task", required=True, help="what to do, in plain words")
-    add_budget_options(
-        run,
-        stall_help="tell the model when its last N actions changed nothing on the screen, and "
-        "stop the run as stuck (exit 8) if it goes on; 0: off (default 4)",
-    )
+    add_budget_options(run, stall=True)
     run.add_argument("--thread-id", default=None, metavar="ID")
     add_model_options(run)
-    run.add_argument(
-        "--confirm",
-        nargs="+",
-        default=[],
-        metavar="NAME",
-        help="actions that always wait for your approval (vnc-use approve/deny), for every "
-        "provider and on top of the model's own requests: action names, e.g. type press_key, "
-        "or all",
-    )
-    run.add_argument("--no-hitl", action="store_true", help="never ask: deny risky actions")
-    run.add_argument(
-        "--no-initial-screenshot", action="store_true", help="send the task without a screenshot"
-    )
-    run.add_argument(
-        "--sensitive",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="a secret the model types as {{NAME}}: the value comes from the environment "
-        "variable VNC_USE_SECRET_NAME and never appears in logs, reports or checkpoints",
-    )
+    add_settings(run, "approvals")  # --no-hitl, --no-initial-screenshot, --confirm, --sensitive
     _common(run)
     server_commands.add_server_options(run, run=True)
     fleet_commands.add_fleet_options(run, run=True)
@@ -151,7 +98,7 @@ def register(sub: Any) -> None:
     ):
         p = sub.add_parser(name, help=text)
         p.add_argument("thread_id", metavar="ID")
-        p.add_argument("--vnc", default=None, metavar="HOST::PORT", help="default: the run's own")
+        add_vnc(p, default="the run's own")
         add_rdp_options(p, default_help="default: the run's own (a new bridge)")
         if name == "resume":
             add_max_cost(p)
@@ -283,9 +230,7 @@ def _register_replay(sub: Any) -> None:
         "the screen is not what it was",
     )
     p.add_argument("thread_id", metavar="THREAD", help="the recorded run (in --runs-dir)")
-    p.add_argument(
-        "--vnc", default=None, metavar="HOST::PORT", help="the desktop (default: the run's own)"
-    )
+    add_vnc(p, default="the run's own")
     add_rdp_options(p, default_help="default: the run's own (a new bridge)")
     p.add_argument(
         "--tolerance",

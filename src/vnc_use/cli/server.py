@@ -15,6 +15,7 @@ import json
 from typing import Any
 
 from vnc_use.cli.common import EXIT_DONE
+from vnc_use.cli.options import add_password_envs
 from vnc_use.runs.remote import GRAPH_ID
 from vnc_use.runs.remote import client as _client
 from vnc_use.runs.remote import reaching as _reaching
@@ -32,21 +33,8 @@ def add_server_options(p: argparse.ArgumentParser, *, run: bool = False) -> None
         help="a LangGraph Server serving vnc-use (langgraph dev / langgraph up), e.g. "
         "http://127.0.0.1:2024: the run happens there",
     )
-    if run:
-        p.add_argument(
-            "--vnc-password-env",
-            default="VNC_PASSWORD",
-            metavar="NAME",
-            help="with --server: the environment variable of the server that holds the VNC "
-            "password (the password itself never travels); default VNC_PASSWORD",
-        )
-        p.add_argument(
-            "--rdp-password-env",
-            default="RDP_PASSWORD",
-            metavar="NAME",
-            help="with --server --rdp: the environment variable of the server that holds the "
-            "RDP password; default RDP_PASSWORD",
-        )
+    if run:  # the variables of the server that hold the passwords (never the passwords)
+        add_password_envs(p)
 
 
 def runs_command(args: argparse.Namespace) -> int:

@@ -14,7 +14,13 @@ import argparse
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from vnc_use.cli.options import budget_fields, desktop_target, model_fields, video_fields
+from vnc_use.cli.options import (
+    budget_fields,
+    desktop_target,
+    model_fields,
+    spec_fields,
+    video_fields,
+)
 from vnc_use.desktops.target import DesktopTarget
 
 if TYPE_CHECKING:  # the spec pulls in LangGraph: imported when a command builds one
@@ -24,31 +30,16 @@ __all__ = ["eval_spec", "mcp_spec", "run_spec", "saved_run_spec"]
 
 
 def _local_fields(args: argparse.Namespace) -> dict[str, Any]:
-    """What every run-family command sets on the spec: the runs folder, the lease timeout,
-    the reconnect window (those given)."""
-    fields = {
-        **video_fields(args),
-        "runs_dir": args.runs_dir,
-        "lease_timeout": args.lease_timeout,
-        "reconnect_window_s": getattr(args, "reconnect_window", None),
-    }
-    return {k: v for k, v in fields.items() if v is not None}
+    """What every run-family command sets on the spec: the video, the runs folder, the lease
+    timeout, the reconnect window (those given)."""
+    return spec_fields(args, "recording", "runs_dir", "local")
 
 
 def run_spec(args: argparse.Namespace) -> RunSpec:
-    """``vnc-use run``: the spec of a new run (checked)."""
+    """``vnc-use run``: the spec of a new run (checked): every setting its options gave."""
     from vnc_use.runs.spec import RunSpec
 
-    spec = RunSpec(
-        **model_fields(args),
-        **budget_fields(args),
-        **_local_fields(args),
-        hitl_mode=not args.no_hitl,
-        include_initial_screenshot=not args.no_initial_screenshot,
-        confirm_actions=list(args.confirm),
-        sensitive_names=list(args.sensitive),
-        desktop=desktop_target(args),
-    )
+    spec = RunSpec(**spec_fields(args), desktop=desktop_target(args))
     spec.check()
     return spec
 

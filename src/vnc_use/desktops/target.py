@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from vnc_use import config
 from vnc_use.desktops.region import ScreenRegion
 from vnc_use.errors import ConfigError, VncConnectionError
+from vnc_use.setting import setting
 
 if TYPE_CHECKING:
     from vnc_use.desktops.keyboard import KeyboardLimits
@@ -55,32 +56,136 @@ DEFAULT_CONNECT_TIMEOUT = 5.0
 class DesktopTarget:
     """Where a run's desktop is and how to reach it (JSON, never a secret; see the module)."""
 
-    vnc_server: str = DEFAULT_VNC_SERVER
-    """The VNC address, ``HOST::PORT`` (ignored with ``local`` or ``rdp_server``)."""
+    vnc_server: str = setting(
+        DEFAULT_VNC_SERVER,
+        where=True,
+        group="vnc",
+        flag="--vnc",
+        metavar="HOST::PORT",
+        help="the VNC server's address, HOST::PORT; ignored with local or an RDP desktop",
+    )
     local: bool = False
     """The local desktop vnc-use starts (or reuses) on the machine the run acts from."""
-    vnc_username: str | None = None
-    vnc_password_env: str = "VNC_PASSWORD"
-    """The name of the environment variable that holds the VNC password."""
-    vnc_ca: str | None = None
-    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
-    screen_region: str | None = None
-    """The part of the framebuffer that is the screen, ``WxH+X+Y``."""
-    rdp_server: str | None = None
-    """An RDP desktop (``HOST[:PORT]``), reached through a FreeRDP bridge."""
-    rdp_username: str | None = None
-    rdp_password_env: str = "RDP_PASSWORD"
-    """The name of the environment variable that holds the RDP password."""
-    rdp_domain: str | None = None
-    rdp_size: str | None = None
-    """The remote session's size, ``WxH`` (default 1280x800)."""
-    rdp_cert_fingerprint: str | None = None
-    """The SHA-256 the RDP server's certificate must have (default: trust on first use)."""
-    rdp_paste_text: bool = False
-    """Text the RDP keyboard cannot type goes through the RDP clipboard and a paste."""
-    rdp_allow_unverified_login: bool = False
-    """Give the credentials to an RDP server without NLA (which checks them in its own login
-    screen, so a wrong password cannot be told from a desktop)."""
+    vnc_username: str | None = setting(
+        None,
+        where=True,
+        group="connection",
+        flag="--vnc-user",
+        metavar="USER",
+        shown_default="the VNC_USERNAME environment variable",
+        help="user name for servers that log in with one (macOS Screen Sharing, VeNCrypt "
+        "Plain such as wayvnc)",
+    )
+    vnc_password_env: str = setting(
+        "VNC_PASSWORD",
+        where=True,
+        group="password_env",
+        flag="--vnc-password-env",
+        metavar="NAME",
+        cli_default=True,
+        help="the environment variable that holds the VNC password (with --server: the "
+        "server's; the password itself never travels)",
+    )
+    vnc_ca: str | None = setting(
+        None,
+        where=True,
+        group="connection",
+        flag="--vnc-ca",
+        metavar="FILE",
+        shown_default="the system's trust store",
+        help="PEM file of the CA that signed the VNC server's TLS certificate (VeNCrypt X509 "
+        "types)",
+    )
+    connect_timeout: float = setting(
+        DEFAULT_CONNECT_TIMEOUT,
+        where=True,
+        group="connection",
+        flag="--connect-timeout",
+        metavar="S",
+        parse="seconds",
+        help="seconds to wait for the VNC connection and handshake",
+    )
+    screen_region: str | None = setting(
+        None,
+        where=True,
+        group="screen",
+        flag="--screen-region",
+        metavar="WxH+X+Y",
+        help="the part of the VNC framebuffer that is the screen, for servers that export "
+        "more (several monitors, x11vnc -ncache); kept for approve/deny/resume",
+    )
+    rdp_server: str | None = setting(
+        None,
+        where=True,
+        group="rdp",
+        flag="--rdp",
+        metavar="HOST[:PORT]",
+        help="an RDP desktop (Windows, xrdp), reached through FreeRDP (xfreerdp) rendered into "
+        "a private local VNC desktop",
+    )
+    rdp_username: str | None = setting(
+        None,
+        where=True,
+        group="rdp_session",
+        flag="--rdp-user",
+        metavar="USER",
+        shown_default="RDP_USERNAME",
+        help="RDP user name; the password comes from RDP_PASSWORD only",
+    )
+    rdp_password_env: str = setting(
+        "RDP_PASSWORD",
+        where=True,
+        group="password_env",
+        flag="--rdp-password-env",
+        metavar="NAME",
+        cli_default=True,
+        help="the environment variable that holds the RDP password (with --server --rdp: "
+        "the server's)",
+    )
+    rdp_domain: str | None = setting(
+        None,
+        where=True,
+        group="rdp_session",
+        flag="--rdp-domain",
+        metavar="DOMAIN",
+        help="RDP (Windows) domain",
+    )
+    rdp_size: str | None = setting(
+        None,
+        where=True,
+        group="rdp_session",
+        flag="--rdp-size",
+        metavar="WxH",
+        shown_default="1280x800",
+        help="size of the remote session",
+    )
+    rdp_cert_fingerprint: str | None = setting(
+        None,
+        where=True,
+        group="rdp_session",
+        flag="--rdp-cert-fingerprint",
+        metavar="SHA256",
+        shown_default="trust on first use, recorded under vnc-use's state folder",
+        help="accept only the RDP server certificate with this SHA-256",
+    )
+    rdp_paste_text: bool = setting(
+        False,
+        where=True,
+        group="rdp_login",
+        flag="--rdp-paste-text",
+        kind="switch",
+        help="text the RDP keyboard cannot type (beyond US ASCII) goes through the RDP "
+        "clipboard and Ctrl+V; the clipboard is restored after",
+    )
+    rdp_allow_unverified_login: bool = setting(
+        False,
+        where=True,
+        group="rdp_login",
+        flag="--rdp-allow-unverified-login",
+        kind="switch",
+        help="give the credentials to an RDP server without NLA (such as xrdp), which checks "
+        "them in its own login screen: a wrong password then cannot end the run as an error",
+    )
     label: str | None = None
     """How records name the desktop (default: its address)."""
     local_desktop_dir: str | None = None

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from vnc_use.errors import ConfigError
 from vnc_use.runs import rules
 from vnc_use.runs.executor import Decision, refusal
-from vnc_use.runs.spec import RunSpec
+from vnc_use.runs.spec import RunSpec, where_settings
 from vnc_use.status import RunStatus
 
 if TYPE_CHECKING:
@@ -33,34 +33,17 @@ LEASE_TIMEOUT = 600.0
 run's spec does not say (its ``lease_timeout``)."""
 
 FLEET_REFUSES = {
-    "vnc": "--vnc",
-    "rdp": "--rdp",
     "vnc_password": "--vnc-password",
     "view": "--view",
     "server": "--server",
-    "runs_dir": "--runs-dir",
-    "vnc_user": "--vnc-user",
-    "vnc_ca": "--vnc-ca",
-    "connect_timeout": "--connect-timeout",
-    "screen_region": "--screen-region",
-    "reconnect_window": "--reconnect-window",
     "checkpointer": "--checkpointer",
-    "rdp_user": "--rdp-user",
-    "rdp_domain": "--rdp-domain",
-    "rdp_size": "--rdp-size",
-    "rdp_cert_fingerprint": "--rdp-cert-fingerprint",
-    "rdp_paste_text": "--rdp-paste-text",
-    "rdp_allow_unverified_login": "--rdp-allow-unverified-login",
-    "vnc_password_env": "--vnc-password-env",
-    "rdp_password_env": "--rdp-password-env",
-    "video": "--video/--no-video",
-    "video_fps": "--video-fps",
-    "lease_timeout": "--lease-timeout",
+    **{s.name: s.flags for _, s in where_settings() if s.name != "max_cost"},
 }
 """Options a fleet's run cannot honour (the worker's desktop, environment, database and runs
-folder apply), in the order a refusal names them. A later leg honours ``--vnc ADDR`` (the run
-moves to that desktop) and ``--max-cost`` (the run's cap from then on); its video settings
-are the run's own."""
+folder apply), in the order a refusal names them: the door's own, and the settings that say
+where and how a run executes (:func:`~vnc_use.runs.spec.where_settings`) but its cost cap.
+A later leg honours ``--vnc ADDR`` (the run moves to that desktop) and ``--max-cost`` (the
+run's cap from then on); its video settings are the run's own."""
 LEG_HONOURS = frozenset({"vnc", "max_cost"})
 RUN_HONOURS = frozenset({"video", "video_fps", "label", "lease_timeout"})
 

@@ -1,9 +1,9 @@
 """``run_task``, ``approve_run`` and ``deny_run``: vnc-use's own durable runs, for MCP clients.
 
 Each call runs (or answers) one run through a :class:`~vnc_use.runs.executor.LocalExecutor`
-with a run spec (the session's, with the call's provider, model and step limit; an answer: the
-run's recorded spec) on the session's desktop; the run is checkpointed in the runs folder
-like any other, so a run waiting for approval can be answered by a later tool call, another
+with a run spec (the session's, with the settings the call chose, :func:`tool_settings`; an
+answer: the run's recorded spec) on the session's desktop; the run is checkpointed in the runs
+folder like any other, so a run waiting for approval can be answered by a later tool call, another
 MCP server, or a person with ``vnc-use approve ID``. Nothing here imports the MCP SDK.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import Field, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +23,10 @@ from vnc_use.record import run_record
 from vnc_use.record.report import REPORT_NAME
 from vnc_use.runs.executor import LocalExecutor
 from vnc_use.runs.spec import MODEL_FIELDS, RunSpec
+from vnc_use.setting import Setting, settings_of
 from vnc_use.status import RunStatus
 
-__all__ = ["DEFAULT_STEP_LIMIT", "StepListener", "outcome", "run_agent"]
+__all__ = ["DEFAULT_STEP_LIMIT", "StepListener", "outcome", "run_agent", "tool_settings"]
 
 DEFAULT_STEP_LIMIT: int = RunSpec.step_limit
 """A run's step limit when neither the call nor ``vnc-use mcp --step-limit`` gives one (the
@@ -51,12 +52,21 @@ def _listener(on_step: StepListener | None) -> Callable[[dict[str, Any]], None] 
     return listener
 
 
+def tool_settings(spec_class: type[RunSpec] = RunSpec) -> list[tuple[Field[Any], Setting]]:
+    """The settings a ``run_task`` call may choose: the spec's fields marked ``tool`` (each
+    with its one description, :mod:`vnc_use.setting`)."""
+    return [(f, s) for f, s in settings_of(spec_class) if s.tool]
+
+
 def _spec(session: DesktopSession, **given: Any) -> RunSpec:
     """A new run's spec: the session's (``vnc-use mcp``'s options) with the call's own
-    provider, model, step limit and cost cap (a call naming a provider or a model names
-    the model; an openai-compatible one keeps ``vnc-use mcp --base-url`` unless it names
-    its own)."""
+    settings (a call naming a provider or a model names the model; an openai-compatible one
+    keeps ``vnc-use mcp --base-url`` unless it names its own)."""
     base = session.spec or RunSpec(runs_dir=str(session.runs_dir))
+    allowed = {f.name for f, _ in tool_settings(type(base))}
+    unknown = sorted(set(given) - allowed)
+    if unknown:
+        raise ConfigError(f"run_task has no setting {unknown[0]!r}: {', '.join(sorted(allowed))}")
     changes = {k: v for k, v in given.items() if v is not None}
     if "provider" in changes or "model" in changes:
         fresh = RunSpec()
@@ -86,29 +96,23 @@ def run_agent(
     task: str | None = None,
     thread_id: str | None = None,
     decision: str | None = None,
-    model: str | None = None,
-    provider: str | None = None,
-    step_limit: int | None = None,
-    max_cost: float | None = None,
     on_step: StepListener | None = None,
+    **settings: Any,
 ) -> RunResult:
     """Start a run for ``task``, or answer the approval ``thread_id`` waits on (``decision``
     ``"approve"`` or ``"deny"``; ``"status"`` changes nothing); returns the run's outcome.
+    ``settings`` are the run spec's settings a call may choose (those of :func:`tool_settings`:
+    the provider, the model, the step limit, the cost cap); None: the session's.
 
     The session's lock is held throughout: the low-level tools wait while a run drives the
     desktop.
     """
     with session.lock:
         if task is not None:
+            step_limit = settings.get("step_limit")
             if step_limit is not None and step_limit < 1:
                 raise ConfigError(f"step_limit {step_limit} must be at least 1")
-            spec = _spec(
-                session,
-                provider=provider,
-                model=model,
-                step_limit=step_limit,
-                max_cost=max_cost,
-            )
+            spec = _spec(session, **settings)
             with _executor(session, on_step) as executor:
                 return executor.start(spec, task)
         if thread_id is None or decision not in ("approve", "deny", "status"):

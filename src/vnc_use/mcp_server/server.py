@@ -17,10 +17,13 @@ when the person cancels, it returns ``awaiting_approval`` and the run waits, dur
 from __future__ import annotations
 
 import base64
+import dataclasses
 import functools
 import hmac
+import inspect
 import json
 import socket
+import typing
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal
 
@@ -44,8 +47,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from vnc_use.agent.state import RunResult
 from vnc_use.errors import VncError, VncUseError
-from vnc_use.mcp_server.runs import DEFAULT_STEP_LIMIT, approval_question, outcome, run_agent
+from vnc_use.mcp_server.runs import (
+    DEFAULT_STEP_LIMIT,
+    approval_question,
+    outcome,
+    run_agent,
+    tool_settings,
+)
 from vnc_use.mcp_server.session import DesktopSession, Shot, ToolInputError
+from vnc_use.runs.spec import RunSpec
+from vnc_use.setting import Setting, default_text
 from vnc_use.status import RunStatus
 from vnc_use.version import __version__
 
@@ -210,45 +221,17 @@ class _Tools:
         return result
 
     async def run_task(
-        self,
-        task: Annotated[str, Field(description="what to do on the desktop, in plain words")],
-        ctx: Context[Any, Any],
-        model: Annotated[
-            str | None, Field(description="model id (default: the provider's default)")
-        ] = None,
-        provider: Annotated[
-            str | None,
-            Field(
-                description="gemini, anthropic, openai or openai-compatible (default: the "
-                "server's --provider, else from the model id, else gemini)"
-            ),
-        ] = None,
-        step_limit: Annotated[
-            int | None, Field(ge=1, description=f"most actions (default {DEFAULT_STEP_LIMIT})")
-        ] = None,
-        max_cost: Annotated[
-            float | None,
-            Field(
-                gt=0,
-                description="stop the run (status cost_limit) before a model call once its cost "
-                "reached this many USD",
-            ),
-        ] = None,
+        self, task: str, ctx: Context[Any, Any], **settings: Any
     ) -> CallToolResult | InputRequiredResult:
-        total = step_limit or self._step_limit
+        """The ``run_task`` tool (its schema: :func:`_run_task_tool`, from the spec's fields)."""
+        total = settings.get("step_limit") or self._step_limit
         state, answers = ctx.request_state, ctx.input_responses
         if state and answers is not None:  # the client answers our approval question
             decision = _decision(answers.get(APPROVAL_KEY))
             # cancelled: the run stays waiting, and is not asked about again in this call
             result = await self._run(ctx, total, thread_id=state, decision=decision or "status")
             return await self._settle(ctx, total, result, ask=decision is not None)
-        kwargs = {
-            "model": model,
-            "provider": provider,
-            "step_limit": step_limit,
-            "max_cost": max_cost,
-        }
-        result = await self._run(ctx, total, task=task, **kwargs)
+        result = await self._run(ctx, total, task=task, **settings)
         return await self._settle(ctx, total, result)
 
     async def _settle(
@@ -291,6 +274,46 @@ class _Tools:
     ) -> CallToolResult:
         result = await self._run(ctx, self._step_limit, thread_id=thread_id, decision="deny")
         return _outcome_result(result)
+
+
+def _setting_parameter(f: dataclasses.Field[Any], s: Setting, hint: Any) -> inspect.Parameter:
+    """A ``run_task`` argument from a spec field: its type (or null: the session's), its
+    one description, its bounds."""
+    shown = default_text(f, s)
+    default = f"vnc-use mcp {s.flag}" + (f", else {shown}" if shown else "")
+    bounds: dict[str, Any] = dict(s.bounds)
+    described = Field(description=f"{s.help} (default: {default})", **bounds)
+    return inspect.Parameter(
+        f.name,
+        inspect.Parameter.KEYWORD_ONLY,
+        default=None,
+        annotation=Annotated[hint | None, described],
+    )
+
+
+def _run_task_tool(tools: _Tools, spec_class: type[RunSpec]) -> Callable[..., Any]:
+    """``run_task`` with the arguments its schema shows: the task, then each setting a call
+    may choose (:func:`~vnc_use.mcp_server.runs.tool_settings`), built from the spec's
+    fields, so a setting marked ``tool`` there is an argument here without a change."""
+
+    async def run_task(
+        task: str, ctx: Context[Any, Any], **settings: Any
+    ) -> CallToolResult | InputRequiredResult:
+        return await tools.run_task(task, ctx, **settings)
+
+    hints = typing.get_type_hints(spec_class)
+    task_hint = Annotated[str, Field(description="what to do on the desktop, in plain words")]
+    parameters = [
+        inspect.Parameter("task", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=task_hint),
+        inspect.Parameter(
+            "ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Context[Any, Any]
+        ),
+        *(_setting_parameter(f, s, hints[f.name]) for f, s in tool_settings(spec_class)),
+    ]
+    returns = CallToolResult | InputRequiredResult
+    run_task.__signature__ = inspect.Signature(parameters, return_annotation=returns)  # type: ignore[attr-defined]
+    run_task.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": returns}
+    return run_task
 
 
 DESCRIPTIONS: Mapping[str, str] = {
@@ -389,10 +412,12 @@ def build_server(session: DesktopSession) -> MCPServer:
     """The MCP server with vnc-use's tools acting on ``session``."""
     tools = _Tools(session)
     guard = _tool_errors(session.target.label)
+    spec_class = type(session.spec) if session.spec is not None else RunSpec
+    bodies = {"run_task": _run_task_tool(tools, spec_class)}
     registered: list[Tool] = [
         StrictTool.strict(
             Tool.from_function(
-                guard(getattr(tools, name)),
+                guard(bodies.get(name) or getattr(tools, name)),
                 name=name,
                 description=description,
                 structured_output=False,

@@ -149,17 +149,13 @@ class Executor(Protocol):
         ...
 
 
-OPTION_FLAGS = {
-    "vnc_user": "--vnc-user",
-    "rdp_user": "--rdp-user",
-    "video": "--video/--no-video",
-}
-"""The command line's spelling of an option whose flag is not its name with dashes."""
-
-
 def flag_of(name: str) -> str:
-    """How the command line spells option ``name`` (``vnc_user``: ``--vnc-user``)."""
-    return OPTION_FLAGS.get(name) or "--" + name.replace("_", "-")
+    """How the command line spells option ``name``: a setting's own flag (``vnc_user``:
+    ``--vnc-user``, ``video``: ``--video/--no-video``), else the name with dashes."""
+    from vnc_use.runs.spec import run_settings
+
+    flags = {s.name: s.flags for _, s in run_settings()}
+    return flags.get(name) or "--" + name.replace("_", "-")
 
 
 def refusal(names: list[str], tail: str) -> str | None:

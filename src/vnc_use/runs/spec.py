@@ -21,19 +21,27 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import Field, asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from vnc_use.agent import budgets
 from vnc_use.desktops.target import DesktopTarget
 from vnc_use.errors import ConfigError
+from vnc_use.setting import Setting, setting, settings_of
 from vnc_use.store.lease import DEFAULT_LEASE_TIMEOUT
 
 if TYPE_CHECKING:  # LangGraph and the action tables load when a run is opened, not before
     from vnc_use.agent.context import AgentSettings
     from vnc_use.providers.base import Planner
 
-__all__ = ["DEFAULT_RECONNECT_WINDOW", "MODEL_FIELDS", "SPEC_NAMESPACE", "RunSpec"]
+__all__ = [
+    "DEFAULT_RECONNECT_WINDOW",
+    "MODEL_FIELDS",
+    "SPEC_NAMESPACE",
+    "RunSpec",
+    "run_settings",
+    "where_settings",
+]
 
 SPEC_NAMESPACE = ("vnc_use", "run_spec")
 """Where the server's store keeps each thread's run spec (key: the thread id); its
@@ -44,67 +52,238 @@ DEFAULT_RECONNECT_WINDOW = 30.0
 _SECRET_LOOKING = re.compile(r"(api[_-]?key|password|passwd|secret|token)$", re.I)
 _DESKTOP_KEYS = frozenset(f.name for f in fields(DesktopTarget))
 
-MODEL_FIELDS = (
-    "provider",
-    "model",
-    "tool_version",
-    "model_family",
-    "environment",
-    "base_url",
-    "dialect",
-    "api_version",
-    "keep_browser_actions",
-    "keep_screenshots",
-    "excluded_actions",
-)
-"""The spec's fields that choose and configure the model (what ``run.json`` keeps of a
-planner's settings)."""
-
 
 @dataclass
 class RunSpec:
     """A JSON-only run specification (see the module's doc)."""
 
     # -- the model
-    provider: str | None = None
-    """gemini (default), anthropic, openai or openai-compatible; None: from the model id."""
-    model: str | None = None
-    tool_version: str | None = None
-    """anthropic / openai: the computer tool to send instead of the model's own."""
-    model_family: str | None = None
-    environment: str | None = None
-    base_url: str | None = None
-    dialect: str | None = None
-    api_version: str | None = None
-    keep_browser_actions: bool = False
-    keep_screenshots: int | None = None
-    """How many screenshots go to the model (the screenshot window); None: the provider's."""
-    excluded_actions: list[str] = field(default_factory=list)
+    provider: str | None = setting(
+        None,
+        group="planner",
+        flag="--provider",
+        metavar="NAME",
+        tool=True,
+        shown_default="from the model id, else gemini",
+        help="who serves the model: gemini, anthropic (Claude), openai, or openai-compatible "
+        "(any OpenAI-compatible server: LM Studio, Ollama, vLLM, llama.cpp); a model id "
+        "starting claude- means anthropic and gpt- openai; kept for approve/deny/resume",
+    )
+    model: str | None = setting(
+        None,
+        group="planner",
+        flag="--model",
+        tool=True,
+        shown_default="the provider's default",
+        help="model id: for Gemini e.g. gemini-3.5-flash (its family decides the action set); "
+        "for openai-compatible the id the server lists at BASE_URL/models",
+    )
+    tool_version: str | None = setting(
+        None,
+        group="planner",
+        flag="--tool-version",
+        metavar="VERSION",
+        help="anthropic: the computer tool to send instead of the model's own "
+        "(computer_toolset_20260801, computer_20251124, computer_20250124); kept for "
+        "approve/deny/resume",
+    )
+    model_family: str | None = setting(
+        None,
+        group="planner",
+        flag="--model-family",
+        metavar="NAME",
+        help="action set for a model id vnc-use does not know: gemini-2.5, gemini-3, gemini-3.5",
+    )
+    environment: str | None = setting(
+        None,
+        group="planner",
+        flag="--environment",
+        choices=("browser", "desktop"),
+        shown_default="the model family's; desktop for 3.5 Flash",
+        help="what the model is driving",
+    )
+    base_url: str | None = setting(
+        None,
+        group="planner",
+        flag="--base-url",
+        metavar="URL",
+        help="openai-compatible: the server's address, e.g. http://localhost:1234/v1 (LM "
+        "Studio), http://localhost:11434/v1 (Ollama), http://localhost:8000/v1 (vLLM); the API "
+        "key, if any, comes from OPENAI_API_KEY and is never recorded",
+    )
+    dialect: str | None = setting(
+        None,
+        group="planner",
+        flag="--dialect",
+        metavar="NAME",
+        shown_default="from the model id, else tools",
+        help="openai-compatible: how the model answers: tools, qwen3-vl, qwen2.5-vl, ui-tars, "
+        "holo, ui-venus, opencua (run vnc-use calibrate to check)",
+    )
+    api_version: str | None = setting(
+        None,
+        group="planner",
+        flag="--api-version",
+        metavar="VERSION",
+        shown_default="the GEMINI_API_VERSION environment variable, else v1beta, the version "
+        "of Google's Computer Use examples",
+        help="Gemini API version requests go to; kept for approve/deny/resume",
+    )
+    keep_browser_actions: bool = setting(
+        False,
+        group="planner",
+        flag="--keep-browser-actions",
+        kind="switch",
+        help="on a desktop, keep navigate/search/go_back/... (2.5 and 3 Flash families)",
+    )
+    keep_screenshots: int | None = setting(
+        None,
+        group="planner",
+        flag="--keep-screenshots",
+        metavar="N",
+        parse="count",
+        shown_default="the provider's, 3 for Gemini and Claude, 2 for openai-compatible",
+        help="send the model only the last N screenshots: the screenshot window",
+    )
+    excluded_actions: list[str] = setting(
+        default_factory=list,
+        group="planner",
+        flag="--exclude",
+        metavar="NAME",
+        kind="many",
+        help="actions to forbid",
+    )
     # -- budgets and approvals
-    step_limit: int = budgets.STEP_LIMIT
-    seconds_timeout: float = budgets.SECONDS_TIMEOUT
-    hitl_mode: bool = budgets.HITL_MODE
-    include_initial_screenshot: bool = budgets.INCLUDE_INITIAL_SCREENSHOT
-    confirm_actions: list[str] = field(default_factory=list)
-    sensitive_names: list[str] = field(default_factory=list)
-    """Names of sensitive values; each value is read from ``VNC_USE_SECRET_<NAME>``."""
-    lease_timeout: float = DEFAULT_LEASE_TIMEOUT
-    """How long a run waits for a desktop another run holds before it fails."""
-    reconnect_window_s: float = DEFAULT_RECONNECT_WINDOW
-    """How long a run in this process waits for a lost VNC server to come back."""
-    runs_dir: str = "runs"
-    """Where the run folder goes (screenshots, events, journal), on the acting side."""
-    video: bool = True
-    """Record each leg into the run folder's ``video.mp4`` (VNC desktops; ``--no-video``)."""
-    video_fps: float = 10.0
-    """The video's highest frame rate (``--video-fps``)."""
-    stall_after: int = budgets.STALL_AFTER
-    """Actions in a row that change nothing before the model is told; a stall that goes on
-    ends the run ``stuck`` (0: off)."""
-    max_cost: float | None = None
-    """USD: the run stops (``cost_limit``) before a model call once its cost reached this."""
-    price: list[float] | None = None
-    """The model's price, ``[INPUT, OUTPUT]`` USD per million tokens (else the price table's)."""
+    step_limit: int = setting(
+        budgets.STEP_LIMIT,
+        group="budget",
+        flag="--step-limit",
+        metavar="N",
+        parse="int",
+        tool=True,
+        bounds=(("ge", 1),),
+        help="most actions the model may take before the run stops",
+    )
+    seconds_timeout: float = setting(
+        budgets.SECONDS_TIMEOUT,
+        group="budget",
+        flag="--timeout",
+        metavar="S",
+        parse="float",
+        help="seconds budget: the run stops (timeout) once it has acted this long",
+    )
+    hitl_mode: bool = setting(
+        budgets.HITL_MODE,
+        group="approvals",
+        flag="--no-hitl",
+        kind="negated",
+        help="never ask: deny risky actions",
+    )
+    include_initial_screenshot: bool = setting(
+        budgets.INCLUDE_INITIAL_SCREENSHOT,
+        group="approvals",
+        flag="--no-initial-screenshot",
+        kind="negated",
+        help="send the task without a screenshot",
+    )
+    confirm_actions: list[str] = setting(
+        default_factory=list,
+        group="approvals",
+        flag="--confirm",
+        metavar="NAME",
+        kind="many",
+        help="actions that always wait for your approval (vnc-use approve/deny), for every "
+        "provider and on top of the model's own requests: action names, e.g. type press_key, "
+        "or all",
+    )
+    sensitive_names: list[str] = setting(
+        default_factory=list,
+        group="approvals",
+        flag="--sensitive",
+        metavar="NAME",
+        kind="each",
+        help="a secret the model types as {{NAME}}: the value comes from the environment "
+        "variable VNC_USE_SECRET_NAME and never appears in logs, reports or checkpoints",
+    )
+    lease_timeout: float = setting(
+        DEFAULT_LEASE_TIMEOUT,
+        where=True,
+        group="local",
+        flag="--lease-timeout",
+        metavar="SECONDS",
+        parse="wait",
+        cli_default=True,
+        help="how long to wait for a desktop another run is driving before giving up",
+    )
+    reconnect_window_s: float = setting(
+        DEFAULT_RECONNECT_WINDOW,
+        where=True,
+        group="local",
+        flag="--reconnect-window",
+        metavar="S",
+        parse="float",
+        shown_default=f"{DEFAULT_RECONNECT_WINDOW:g} (not with --server)",
+        help="how long to wait for a lost VNC server to come back before the run ends as an "
+        "error (resumable)",
+    )
+    runs_dir: str = setting(
+        "runs",
+        where=True,
+        group="runs_dir",
+        flag="--runs-dir",
+        cli_default=True,
+        help="folder of run folders and checkpoints (on the acting side)",
+    )
+    video: bool = setting(
+        True,
+        where=True,
+        group="recording",
+        flag="--video",
+        kind="on_off",
+        shown_default="on for a new run; approve, deny and resume keep the run's own choice",
+        help="record video.mp4 from the VNC connection",
+    )
+    video_fps: float = setting(
+        10.0,
+        where=True,
+        group="recording",
+        flag="--video-fps",
+        metavar="N",
+        parse="fps",
+        shown_default="10, or the run's own",
+        help="the video's highest frame rate; frames only when the screen changes",
+    )
+    stall_after: int = setting(
+        budgets.STALL_AFTER,
+        group="stall",
+        flag="--stall-after",
+        metavar="N",
+        parse="count",
+        help="tell the model when its last N actions changed nothing on the screen, and stop "
+        "the run as stuck (exit 8) if it goes on; 0: off",
+    )
+    max_cost: float | None = setting(
+        None,
+        where=True,
+        group="cost",
+        flag="--max-cost",
+        metavar="USD",
+        parse="usd",
+        tool=True,
+        bounds=(("gt", 0),),
+        help="stop the run (status cost_limit, exit 5) before a model call once its cost "
+        "reached this many USD; resume --max-cost HIGHER continues it",
+    )
+    price: list[float] | None = setting(
+        None,
+        group="cost",
+        flag="--price",
+        metavar="INPUT/OUTPUT",
+        parse="price",
+        shown_default="vnc-use's price table; a model not in it costs 'unknown', a local "
+        "openai-compatible model 0",
+        help="the model's price in USD per million input and output tokens, e.g. 1.25/10",
+    )
     # -- the desktop
     desktop: DesktopTarget = field(default_factory=DesktopTarget)
 
@@ -149,19 +328,11 @@ class RunSpec:
             k: v for k, v in saved.items() if k not in ("desktop", "local") and v is not None
         }
         rdp = saved.get("rdp") or {}
-        if rdp:  # the bridge's settings as the run recorded them
+        if rdp:  # the bridge's settings as the run recorded them (rdp_size: "size")
             settings["vnc_server"] = None
-            for key, name in (
-                ("rdp_server", "server"),
-                ("rdp_username", "username"),
-                ("rdp_domain", "domain"),
-                ("rdp_size", "size"),
-                ("rdp_cert_fingerprint", "cert_fingerprint"),
-                ("rdp_paste_text", "paste_text"),
-                ("rdp_allow_unverified_login", "allow_unverified_login"),
-            ):
-                if rdp.get(name):
-                    settings[key] = rdp[name]
+            for key in _DESKTOP_KEYS:
+                if key.startswith("rdp_") and rdp.get(key.removeprefix("rdp_")):
+                    settings[key] = rdp[key.removeprefix("rdp_")]
         spec = cls.from_json({k: v for k, v in settings.items() if v is not None})
         if isinstance(saved.get("desktop"), str):  # a desktop= run (a class name): no VNC
             spec.desktop.label = saved["desktop"]
@@ -235,24 +406,22 @@ class RunSpec:
         """The run's budgets and behaviour (over ``base``'s other settings, e.g. how the
         screen settles); the screenshot window is the planner's own unless the spec gives
         one."""
+        from dataclasses import fields as fields_of
         from dataclasses import replace
 
         from vnc_use.agent.context import AgentSettings
 
         own = getattr(planner, "keep_screenshots", None)
         keep = self.keep_screenshots if self.keep_screenshots is not None else own
-        return replace(
-            base or AgentSettings(),
-            step_limit=self.step_limit,
+        shared = {f.name for f in fields_of(AgentSettings)} & {f.name for f in fields(self)}
+        values: dict[str, Any] = {name: getattr(self, name) for name in shared}
+        values.update(  # the graph's own types: a float budget, tuples, a whole window
             seconds_timeout=float(self.seconds_timeout),
-            hitl_mode=self.hitl_mode,
-            include_initial_screenshot=self.include_initial_screenshot,
             keep_screenshots=keep if isinstance(keep, int) else budgets.KEEP_SCREENSHOTS,
             confirm_actions=tuple(self.confirm_actions),
-            stall_after=self.stall_after,
-            max_cost=self.max_cost,
             price=(float(self.price[0]), float(self.price[1])) if self.price else None,
         )
+        return replace(base or AgentSettings(), **values)
 
     def planner(self) -> Planner:
         """The planner the spec names (the provider's SDK is imported here)."""
@@ -271,3 +440,22 @@ def _refuse_secrets(data: Mapping[str, Any]) -> None:
                 "context with the run); name the environment variable that holds it "
                 "(vnc_password_env) or use sensitive_names"
             )
+
+
+MODEL_FIELDS: tuple[str, ...] = tuple(
+    f.name for f, s in settings_of(RunSpec) if s.group == "planner"
+)
+"""The spec's fields that choose and configure the model (what ``run.json`` keeps of a
+planner's settings): its settings of the ``planner`` group."""
+
+
+def run_settings() -> list[tuple[Field[Any], Setting]]:
+    """Every setting of a run, each with its one description: the desktop's, then the
+    spec's own (what the doors are built from, :mod:`vnc_use.setting`)."""
+    return [*settings_of(DesktopTarget), *settings_of(RunSpec)]
+
+
+def where_settings() -> list[tuple[Field[Any], Setting]]:
+    """The settings that say where and how a run executes (:attr:`Setting.where
+    <vnc_use.setting.Setting.where>`): what an executor may refuse."""
+    return [(f, s) for f, s in run_settings() if s.where]
