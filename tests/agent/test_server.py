@@ -687,3 +687,52 @@ def test_a_served_run_is_taken_over_and_handed_back(
     said = json.dumps(model.requests[asked].body)
     assert "A person took control of the desktop" in said and "the form is filled" in said
     assert holds.held_for(tid) is None
+
+
+def test_a_served_run_waits_for_a_desktop_a_person_holds_for_another_run(
+    server: LangGraphDev, probe: Probe, runs: Path
+) -> None:
+    """Issue 40: a served leg is leased like a local one (:mod:`vnc_use.runs.leg`): a desktop
+    a person took over for another run is busy for it too; the served run waits its lease
+    timeout, then fails with the one line naming the person, and never acts."""
+    from vnc_use.store.holds import DesktopHolds
+    from vnc_use.store.journal import SqliteJournalStore
+    from vnc_use.store.lease import desktop_key
+
+    gx, gy, _ = _grid(probe)
+    probe.log.clear()
+    runs.mkdir(parents=True)
+    store = SqliteJournalStore(runs / "vnc-use.sqlite")
+    holds = DesktopHolds(store, desktop_key(probe.desktop.server))
+    holds.take("other-run", "ann")
+    try:
+        argv = served_run(server.url, probe, runs, f"click grid {gx},{gy}")
+        served = run_cli([*argv, "--lease-timeout", "0.5"])
+    finally:
+        holds.free("other-run", "ann")
+        store.close()
+    assert served.returncode == 1, served.stdout + served.stderr
+    assert "status: error" in served.stdout and "report:" not in served.stdout  # none made
+    assert f"the desktop {probe.desktop.server} is held by ann" in served.stderr
+    assert "took over run other-run (waited 0.5 s for it)" in served.stderr
+    assert served.stderr.count("\n") == 1
+    assert _presses(probe) == []  # the served run never acted
+
+
+def test_a_served_cost_cap_on_a_model_of_unknown_price_is_refused_before_it_acts(
+    server: LangGraphDev, probe: Probe, runs: Path
+) -> None:
+    """Issue 40: a served leg starts as a local one does (:mod:`vnc_use.runs.leg`): a cost
+    cap on a model whose price vnc-use does not know is refused in one line naming
+    ``--price``, before the desktop is touched (it was not: the run made its first click,
+    then stopped ``cost_limit``)."""
+    gx, gy, _ = _grid(probe)
+    probe.log.clear()
+    argv = served_run(server.url, probe, runs, f"click grid {gx},{gy}")
+    unknown = ["--model", "gemini-9-unpriced", "--model-family", "gemini-3"]
+    served = run_cli([*argv, *unknown, "--max-cost", "1"])
+    assert served.returncode == 1, served.stdout + served.stderr
+    assert "--max-cost needs the price of gemini-9-unpriced" in served.stderr
+    assert "give it with --price INPUT/OUTPUT" in served.stderr
+    assert served.stderr.count("\n") == 1
+    assert _presses(probe) == []

@@ -7,20 +7,23 @@ table."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
+from vnc_use.fleet.blobs import RunStore
 from vnc_use.testing.gemini_standin import FunctionCallSpec, GeminiStandIn, Reply
 from vnc_use.testing.postgres import PostgresServer
 
 from chromium import Browser
 from cli_tools import CLI
-from console_page import fill, press, value_of, wait, wait_status
+from console_page import click_desktop, fill, press, value_of, wait, wait_live, wait_status
 from fleet_tools import PASSWORD, WorkerProcess, probe_desktops
 
 pytestmark = pytest.mark.desktop
@@ -106,6 +109,105 @@ def test_the_console_over_a_fleet_starts_approves_and_lists_the_fleets_runs(
                 assert desktops == [{"name": "default", "kind": "label"}]
                 again = http.post(f"/api/runs/{thread_id}/approve")
                 assert again.status_code == 409 and "already answered" in again.json()["error"]
+        finally:
+            if browser is not None:
+                browser.close()
+            if console is not None:
+                console.terminate()
+                console.wait(20)
+            worker.stop()
+
+
+def test_take_over_and_hand_back_in_a_fleet_consoles_page(
+    pg: PostgresServer,
+    gemini: GeminiStandIn,
+    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """Over a fleet: Take over pauses the worker's leg (``awaiting_human``, through the
+    fleet's executor); the console, which has the desktop's password here, turns the holder's
+    live view interactive and writes the person's click into the fleet's events (where the
+    worker's next leg reads it); another browser's takeover is refused naming the holder and
+    its hand-back too; Hand back with a Note puts the next leg on the queue: the model is told
+    the note and the click, and the run ends ``done``."""
+    note = "I checked the canvas myself"
+    with probe_desktops(tmp_path_factory, 1, PASSWORD) as probes:
+        probe = probes[0]
+        width, height = probe.size
+        points = [(width * (i + 3) // 10, height * 3 // 4) for i in range(3)]
+
+        def script(body: Any, index: int) -> Reply:
+            if index >= len(points):
+                return Reply.text("All clicked.")
+            x, y = points[index]
+            spot = {"x": round(x * 1000 / width), "y": round(y * 1000 / height)}
+            return dataclasses.replace(
+                Reply.calls(FunctionCallSpec("click_at", **spot)), latency=1.0
+            )
+
+        gemini.script(script)
+        worker = WorkerProcess("A", probes, pg.url, tmp_path / "fleet-runs")
+        console = None
+        browser = None
+        try:
+            assert worker.ready.wait(90), worker.output
+            env = {k: v for k, v in os.environ.items() if k not in ("VNC_PASSWORD",)}
+            env.pop("GOOGLE_API_KEY", None)
+            env["VNC_USE_CONSOLE_TOKEN"] = TOKEN
+            env["VNC_PASSWORD"] = PASSWORD  # the live view: the workers' desktops' password
+            mine = tmp_path / "console-runs"
+            argv = ["console", "--port", "0", "--fleet", pg.url, "--runs-dir", str(mine)]
+            console = subprocess.Popen(
+                [*CLI, *argv], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            )
+            assert console.stdout is not None
+            first = console.stdout.readline()
+            assert first.startswith("vnc-use console: http://127.0.0.1:"), first
+            base = first.split(": ", 1)[1].strip().split("/?")[0]
+            browser = Browser(tmp_path / "profile")
+            page = browser.new_page()
+            page.open(f"{base}/?token={TOKEN}")
+            fill(page, "Task", "Click three points")
+            press(page, "Start")
+            wait("the run's page", lambda: "/runs/" in page.evaluate("location.pathname"))
+            thread_id = str(page.evaluate("location.pathname")).split("/")[2]
+            probe.log.wait_for(lambda e: e.get("type") == "press", timeout=120)
+            press(page, "Take over")
+            wait_status(page, "awaiting_human", timeout=120)
+            wait(
+                "the holder's Hand back",
+                lambda: page.evaluate("!document.getElementById('do-handback').hidden"),
+            )
+            headers = {"Authorization": f"Bearer {TOKEN}"}
+            with httpx.Client(base_url=base, headers=headers, timeout=60) as http:
+                held_by = http.get(f"/api/runs/{thread_id}").json()["held_by"]
+                assert held_by and held_by.startswith("console ")
+                taken = http.post(f"/api/runs/{thread_id}/takeover", json={"force": False})
+                assert taken.status_code == 409 and f"held by {held_by} since" in taken.text
+                back = http.post(f"/api/runs/{thread_id}/handback", json={"note": "not mine"})
+                assert back.status_code == 409 and held_by in back.json()["error"], back.text
+            wait_live(page, "interactive")
+            mark = len(probe.log.events("press"))
+            spot = (width // 10, height // 3)
+            click_desktop(page, probe.size, *spot)
+            probe.log.wait_for(
+                lambda e: e.get("type") == "press" and abs(e["x"] - spot[0]) <= 4, timeout=30
+            )
+            assert len(probe.log.events("press")) == mark + 1
+            asked = len(gemini.requests)
+            fill(page, "Note", note)
+            press(page, "Hand back")
+            wait_status(page, "done", timeout=180)
+            said = json.dumps(gemini.requests[asked].body)
+            assert note in said and "not mine" not in said and "1 click" in said, said[-2000:]
+            store = RunStore(pg.url)
+            try:
+                lines = [json.loads(line) for line in store.events(thread_id)]
+            finally:
+                store.close()
+            person = [e for e in lines if e["event"] == "person_input"]
+            assert [e["kind"] for e in person] == ["click"], person
+            assert abs(person[0]["x"] - spot[0]) <= 4 and abs(person[0]["y"] - spot[1]) <= 4
         finally:
             if browser is not None:
                 browser.close()

@@ -148,6 +148,8 @@ def test_a_served_run_from_the_form_is_approved_in_the_page_and_clicks_once(
     with served.http() as http:
         again = http.post(f"/api/runs/{thread_id}/approve")
         assert again.status_code == 409 and "already answered" in again.json()["error"]
+        taken = http.post(f"/api/runs/{thread_id}/takeover")
+        assert taken.status_code == 409 and "vnc-use takeover --server" in taken.json()["error"]
         listed = {r["thread_id"]: r for r in http.get("/api/runs").json()["runs"]}
     row = listed[thread_id]
     assert row["status"] == "done" and row["task"] == "Click the canvas once"

@@ -26,6 +26,8 @@ def _client_stream() -> bytes:
     for ch in SECRET:  # each key down and up
         out += struct.pack(">BBHI", 4, 1, 0, ch) + struct.pack(">BBHI", 4, 0, 0, ch)
     out += struct.pack(">BxxxI", 6, len(SECRET)) + SECRET  # ClientCutText: skipped
+    caps = struct.pack(">II", 0x1F000001, 0x100000)  # noVNC's extended clipboard capabilities
+    out += struct.pack(">Bxxxi", 6, -len(caps)) + caps  # (its length is negative)
     out += struct.pack(">BBHI", 255, 0, 1, 0x61) + struct.pack(">I", 30)  # QEMU key down
     out += struct.pack(">BBHH", 5, 4, 300, 400)  # right button down
     return out

@@ -168,8 +168,15 @@ class Browser:
             assert left > 0, f"no {method} within {timeout} s"
             self._receive(left)
 
-    def new_page(self) -> Page:
-        target = self.send("Target.createTarget", {"url": "about:blank"})["targetId"]
+    def new_page(self, *, isolated: bool = False) -> Page:
+        """A new tab; ``isolated``: in a browser context of its own (its own cookies, as
+        another browser's)."""
+        params: dict[str, Any] = {"url": "about:blank"}
+        if isolated:
+            params["browserContextId"] = self.send("Target.createBrowserContext", {})[
+                "browserContextId"
+            ]
+        target = self.send("Target.createTarget", params)["targetId"]
         session = self.send("Target.attachToTarget", {"targetId": target, "flatten": True})
         page = Page(self, session["sessionId"])
         self._pages[page.session] = page

@@ -10,7 +10,18 @@ from typing import Any
 
 from chromium import Page
 
-__all__ = ["fill", "press", "status_of", "value_of", "wait", "wait_status"]
+__all__ = [
+    "click_desktop",
+    "fill",
+    "on_canvas",
+    "press",
+    "status_of",
+    "type_keys",
+    "value_of",
+    "wait",
+    "wait_live",
+    "wait_status",
+]
 
 
 def wait(what: str, check: Callable[[], Any], timeout: float = 60) -> Any:
@@ -87,3 +98,56 @@ def wait_status(page: Page, *statuses: str, timeout: float = 60) -> str:
 def value_of(page: Page, name: str, role: str | None = None) -> Any:
     """The value of the control whose accessible name is ``name``."""
     return _call(page, name, "function () { return this.value; }", role)
+
+
+# -- the live view (noVNC's canvas on a run's page) ------------------------------------------
+def wait_live(page: Page, mode: str) -> None:
+    """Wait until the page's live view is connected in ``mode``."""
+    wait(
+        f"a {mode} live view",
+        lambda: page.evaluate(
+            "(() => { const b = document.getElementById('screen');"
+            f" return b.dataset.state === 'connected' && b.dataset.mode === {json.dumps(mode)}"
+            " && !!b.querySelector('canvas'); })()"
+        ),
+    )
+
+
+def on_canvas(page: Page, size: tuple[int, int], x: int, y: int) -> tuple[float, float]:
+    """Where desktop pixel (x, y) is in the page's viewport (noVNC scales the desktop)."""
+    page.send("Page.bringToFront")  # a tab in the background gets no input events
+    box = page.evaluate(
+        "(() => { const c = document.querySelector('#screen canvas'); c.scrollIntoView();"
+        " const r = c.getBoundingClientRect(); return [r.left, r.top, r.width, r.height]; })()"
+    )
+    width, height = size
+    return box[0] + (x + 0.5) * box[2] / width, box[1] + (y + 0.5) * box[3] / height
+
+
+def click_desktop(page: Page, size: tuple[int, int], x: int, y: int) -> None:
+    """A real mouse click on the live view's canvas at desktop pixel (x, y)."""
+    cx, cy = on_canvas(page, size, x, y)
+    page.send("Input.dispatchMouseEvent", type="mouseMoved", x=cx, y=cy)
+    for kind in ("mousePressed", "mouseReleased"):
+        page.send("Input.dispatchMouseEvent", type=kind, x=cx, y=cy, button="left", clickCount=1)
+
+
+def _key(page: Page, key: str, code: str, vk: int, text: str = "", modifiers: int = 0) -> None:
+    params = {"key": key, "code": code, "windowsVirtualKeyCode": vk, "modifiers": modifiers}
+    page.send("Input.dispatchKeyEvent", type="keyDown", text=text, **params)
+    page.send("Input.dispatchKeyEvent", type="keyUp", **params)
+
+
+def type_keys(page: Page, text: str, clear_first: bool = False) -> None:
+    """Real key presses into the focused canvas (``clear_first``: select all, delete)."""
+    if clear_first:
+        ctrl = {"key": "Control", "code": "ControlLeft", "windowsVirtualKeyCode": 17}
+        page.send("Input.dispatchKeyEvent", type="rawKeyDown", modifiers=2, **ctrl)
+        _key(page, "a", "KeyA", 65, modifiers=2)
+        page.send("Input.dispatchKeyEvent", type="keyUp", **ctrl)
+        _key(page, "Backspace", "Backspace", 8)
+    for ch in text:
+        if ch == " ":
+            _key(page, " ", "Space", 32, " ")
+        else:
+            _key(page, ch, f"Key{ch.upper()}", ord(ch.upper()), ch)

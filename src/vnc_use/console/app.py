@@ -4,15 +4,22 @@
 ``GET /``                         the start form and the runs list (``?status=&offset=``)
 ``GET /runs/{id}/``               a run's page; ``fragment`` (JSON: its header and steps now),
                                   ``screenshots/<sha>.png``, ``video.mp4``, ``websockify``
-                                  (the live desktop, view only)
+                                  (the live desktop: view only, interactive for the
+                                  browser that holds the run)
 ``GET /api/runs``                 the runs, newest first (``status``, ``offset``, ``limit``)
 ``POST /api/runs``                start a run (JSON, see :mod:`vnc_use.console.start`): 201
 ``GET /api/runs/{id}``            one run
 ``GET /api/runs/{id}/events``     its events as server-sent events
 ``POST /api/runs/{id}/VERB``      ``approve``, ``deny`` (``{"reason": ...}``), ``stop``,
-                                  ``resume``: 202, or 409 when the run's state refuses it
+                                  ``resume``, ``handback`` (``{"note": ...}``): 202;
+                                  ``takeover`` (``{"force": bool}``): 200 once the run
+                                  waits for this browser; 409 when the run's state
+                                  refuses it (or another person holds it)
 ``GET /api/desktops``             the desktops a run can be started on
 ================================  ===========================================================
+
+Who holds a run taken over here is a browser (:mod:`vnc_use.console.holding`: its
+``vnc_use_holder`` cookie, made by the first page or verb that needs it).
 
 Errors are JSON, ``{"error": "one line"}``, with 400 (naming the field), 401 (no token: see
 :mod:`vnc_use.console.auth`), 404 or 409. Every answer passes through the redactor of the
@@ -21,6 +28,8 @@ console's own secrets (model keys, desktop passwords) before it leaves.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import uuid
 from collections.abc import Awaitable, Callable
@@ -45,9 +54,10 @@ from starlette.websockets import WebSocket
 from vnc_use.console import pages
 from vnc_use.console.auth import TokenGuard
 from vnc_use.console.events import tail
+from vnc_use.console.holding import HOLDER_COOKIE, Holding, holder_name, new_holder_id
 from vnc_use.console.index import RunIndex
 from vnc_use.console.legs import Conflict, Legs
-from vnc_use.console.liveview import LiveTarget, relay
+from vnc_use.console.liveview import LiveTarget, PersonSession, relay
 from vnc_use.console.start import BadInput, Defaults, spec_from_body
 from vnc_use.errors import ConfigError
 from vnc_use.record.folder import Redactor, check_thread_id
@@ -55,6 +65,7 @@ from vnc_use.record.report.html import render_parts
 from vnc_use.record.report.model import load_run
 from vnc_use.record.runs import RunSummary
 from vnc_use.status import RunStatus
+from vnc_use.store.holds import Hold
 
 if TYPE_CHECKING:
     from vnc_use.console.fleet import FleetRuns
@@ -63,7 +74,7 @@ if TYPE_CHECKING:
 __all__ = ["Console", "build_app"]
 
 STATIC = Path(__file__).with_name("static")
-_VERBS = ("approve", "deny", "stop", "resume")
+_VERBS = ("approve", "deny", "stop", "resume", "takeover", "handback")
 _RESUMABLE = frozenset(
     {
         RunStatus.INTERRUPTED.value,
@@ -73,8 +84,18 @@ _RESUMABLE = frozenset(
         "unfinished",
     }
 )
-_GOING = frozenset({"running", "starting", "unfinished", RunStatus.AWAITING_APPROVAL.value})
+_GOING = frozenset(
+    {
+        "running",
+        "starting",
+        "unfinished",
+        RunStatus.AWAITING_APPROVAL.value,
+        RunStatus.AWAITING_HUMAN.value,
+    }
+)
 """Statuses of a run that has not ended (the page shows no video yet)."""
+_CLOSE_S = 20.0
+"""How long a hand-back waits for the person's video segment to be finished."""
 _NO_STORE = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
 
 
@@ -107,6 +128,9 @@ class Console:
             self.index = RunIndex(self.runs_dir)
         self.index.warm()
         self.legs = Legs(self.runs_dir, fleet=self.fleet, server=self.server)
+        self.holding = Holding(self.runs_dir, self.fleet)
+        self.sessions: dict[str, set[PersonSession]] = {}
+        """The holders' interactive live views open now, by run."""
         self.redact = Redactor([*self.secrets, self.token])
 
     # -- what a run is now -------------------------------------------------------------------
@@ -116,17 +140,40 @@ class Console:
             return "error" if leg is not None and not leg.alive else "starting"
         return self.legs.status(thread_id, summary.status)
 
-    def verbs(self, status: str, thread_id: str) -> list[str]:
-        """The verbs the page offers for a run in ``status``."""
+    def verbs(
+        self, status: str, thread_id: str, hold: Hold | None = None, person: str | None = None
+    ) -> list[str]:
+        """The verbs the page offers for a run in ``status`` (``hold``: a person's hold of
+        it; ``person``: who asks, :func:`~vnc_use.console.holding.holder_name`)."""
         if status == RunStatus.AWAITING_APPROVAL and not self.legs.running(thread_id):
             return ["approve", "deny"]
-        if self.legs.running(thread_id):
-            return ["stop"]
-        if self.server and status == RunStatus.RUNNING:  # busy on the server (any client's)
-            return ["stop"]
+        if self.server and (self.legs.running(thread_id) or status == RunStatus.RUNNING):
+            return ["stop"]  # no taking over from the page over a server (docs: Limits)
+        if self.legs.running(thread_id) or status == RunStatus.RUNNING:
+            return ["stop", "takeover"]
+        if status == RunStatus.AWAITING_HUMAN:
+            if hold is None:  # the model asked for a person: answer it, or take it first
+                return ["takeover", "handback"]
+            return ["handback"] if hold.holder == person else ["takeover"]
         if status in _RESUMABLE:
             return ["resume"]
         return []
+
+    def hold(self, status: str, thread_id: str) -> Hold | None:
+        """A person's hold of a run that waits for a person (others have none)."""
+        if status != RunStatus.AWAITING_HUMAN or self.legs.running(thread_id):
+            return None
+        return self.holding.hold(thread_id)
+
+    async def revoke(self, thread_id: str, keep: str | None = None) -> None:
+        """End the holders' interactive views of the run (but ``keep``'s); returns once they
+        have finished (their video segments too), up to :data:`_CLOSE_S`."""
+        ending = [s for s in self.sessions.get(thread_id, ()) if s.person != keep]
+        for session in ending:
+            session.revoke()
+        if ending:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.gather(*(s.closed.wait() for s in ending)), _CLOSE_S)
 
     def summary(self, thread_id: str) -> RunSummary | None:
         try:
@@ -161,15 +208,17 @@ class Console:
     def known(self, thread_id: str) -> bool:
         return self.legs.leg(thread_id) is not None or self.summary(thread_id) is not None
 
-    def run_json(self, thread_id: str) -> dict[str, Any]:
+    def run_json(self, thread_id: str, person: str | None = None) -> dict[str, Any]:
         s = self.summary(thread_id)
         status = self.status(s, thread_id)
+        hold = self.hold(status, thread_id)
         out: dict[str, Any] = {
             "thread_id": thread_id,
             "status": status,
             "url": f"/runs/{thread_id}/",
-            "verbs": self.verbs(status, thread_id),
+            "verbs": self.verbs(status, thread_id, hold, person),
             "error": self.legs.leg_error(thread_id),
+            "held_by": hold.holder if hold is not None else None,
         }
         if s is not None:
             out.update(_summary_json(s))
@@ -262,12 +311,30 @@ def _json_errors(handler: Handler) -> Handler:
             return await handler(self, request)
         except BadInput as exc:
             return _error(400, str(exc))
-        except Conflict as exc:
+        except (Conflict, ConfigError) as exc:
             return _error(409, str(exc))
-        except ConfigError as exc:  # a server that cannot be reached, or refuses
-            return _error(502, str(exc))
 
     return wrapped
+
+
+def _person(request: Request | WebSocket) -> str | None:
+    """Who asks: the hold's name of the browser's holder cookie (None: it has none)."""
+    holder_id = request.cookies.get(HOLDER_COOKIE)
+    return holder_name(holder_id) if holder_id else None
+
+
+def _with_holder(request: Request, response: Response, holder_id: str | None = None) -> Response:
+    """``response``, giving the browser a holder cookie when it has none yet."""
+    if request.cookies.get(HOLDER_COOKIE):
+        return response
+    response.set_cookie(
+        HOLDER_COOKIE,
+        holder_id or new_holder_id(),
+        httponly=True,
+        samesite="strict",
+        path="/",
+    )
+    return response
 
 
 class _Routes:
@@ -302,9 +369,10 @@ class _Routes:
     async def run_redirect(self, request: Request) -> Response:
         return RedirectResponse(f"/runs/{request.path_params['thread_id']}/", status_code=307)
 
-    def run_parts(self, thread_id: str) -> dict[str, Any]:
+    def run_parts(self, thread_id: str, person: str | None = None) -> dict[str, Any]:
         s = self.c.summary(thread_id)
         status = self.c.status(s, thread_id)
+        hold = self.c.hold(status, thread_id)
         ended = s is not None and not self.c.legs.running(thread_id) and status not in _GOING
         folder = self.c.folder(thread_id) if s is not None else None
         if folder is not None:
@@ -319,7 +387,7 @@ class _Routes:
             )
             main = '<div class="note">No steps yet.</div>'
         live = (
-            self.c.legs.running(thread_id)
+            (self.c.legs.running(thread_id) or status == RunStatus.AWAITING_HUMAN)
             and s is not None
             and self.c.live_target is not None
             and self.c.live_target(s) is not None
@@ -328,17 +396,19 @@ class _Routes:
             "status": status,
             "header": self.c.redact.text(header),
             "main": self.c.redact.text(main),
-            "verbs": self.c.verbs(status, thread_id),
+            "verbs": self.c.verbs(status, thread_id, hold, person),
             "live": bool(live),
             "ended": bool(ended),
+            "yours": hold is not None and person is not None and hold.holder == person,
+            "held_by": hold.holder if hold is not None else None,
         }
 
     async def run_page(self, request: Request) -> Response:
         thread_id = request.path_params["thread_id"]
         if not self.c.known(thread_id):
             return HTMLResponse("no such run", status_code=404, headers=_NO_STORE)
-        parts = self.run_parts(thread_id)
-        return self.redacted_html(
+        parts = self.run_parts(thread_id, _person(request))
+        page = self.redacted_html(
             pages.run_page(
                 thread_id,
                 parts["status"],
@@ -348,14 +418,17 @@ class _Routes:
                 live=parts["live"],
                 ended=parts["ended"],
                 poll=self.c.fleet is not None or self.c.server is not None,
+                yours=parts["yours"],
             )
         )
+        return _with_holder(request, page)
 
     async def run_fragment(self, request: Request) -> Response:
         thread_id = request.path_params["thread_id"]
         if not self.c.known(thread_id):
             return _error(404, f"no run {thread_id!r} here")
-        return JSONResponse(self.run_parts(thread_id), headers=_NO_STORE)
+        parts = self.run_parts(thread_id, _person(request))
+        return JSONResponse(parts, headers=_NO_STORE)
 
     async def screenshot(self, request: Request) -> Response:
         thread_id, sha = request.path_params["thread_id"], request.path_params["sha"]
@@ -409,7 +482,7 @@ class _Routes:
         thread_id = request.path_params["thread_id"]
         if not self.c.known(thread_id):
             return _error(404, f"no run {thread_id!r} here")
-        return JSONResponse(self.c.run_json(thread_id), headers=_NO_STORE)
+        return JSONResponse(self.c.run_json(thread_id, _person(request)), headers=_NO_STORE)
 
     async def api_events(self, request: Request) -> Response:
         thread_id = request.path_params["thread_id"]
@@ -437,17 +510,13 @@ class _Routes:
         s = self.c.summary(thread_id)
         if s is None and self.c.legs.leg(thread_id) is None:
             return _error(404, f"no run {thread_id!r} here")
+        if verb in ("takeover", "handback"):
+            return await self.person_verb(request, verb, thread_id, s)
         reason = None
         if verb == "deny":
-            raw = await request.body()
-            if raw.strip():
-                try:
-                    body = json.loads(raw)
-                except ValueError:
-                    raise BadInput("body", 'not JSON: send {} or {"reason": "..."}') from None
-                reason = body.get("reason") if isinstance(body, dict) else None
-                if reason is not None and not isinstance(reason, str):
-                    raise BadInput("reason", "must be text")
+            reason = (await _body(request, '{} or {"reason": "..."}')).get("reason")
+            if reason is not None and not isinstance(reason, str):
+                raise BadInput("reason", "must be text")
         recorded = s.status if s is not None else "starting"
         if verb in ("approve", "deny"):
             self.c.legs.answer(thread_id, verb, recorded, reason)
@@ -466,6 +535,54 @@ class _Routes:
             headers=_NO_STORE,
         )
 
+    async def person_verb(
+        self, request: Request, verb: str, thread_id: str, s: RunSummary | None
+    ) -> Response:
+        """``takeover`` or ``handback`` (not over a server: the CLI's, named in one line)."""
+        if self.c.server:
+            raise Conflict(
+                f"run {thread_id}: {verb} is not offered by a console over a server: use "
+                f"'vnc-use {verb} --server {self.c.server} {thread_id}'"
+            )
+        if verb == "takeover":
+            return await self.takeover(request, thread_id)
+        return await self.handback(request, thread_id, s)
+
+    async def takeover(self, request: Request, thread_id: str) -> Response:
+        """This browser takes the run over: answered once the run waits for it."""
+        body = await _body(request, '{} or {"force": true}')
+        force = body.get("force", False)
+        if not isinstance(force, bool):
+            raise BadInput("force", f"must be true or false, got {force!r}")
+        holder_id = request.cookies.get(HOLDER_COOKIE) or new_holder_id()
+        person = holder_name(holder_id)
+        await asyncio.to_thread(self.c.holding.take, thread_id, person, force)
+        await self.c.revoke(thread_id, keep=person)  # forced: the old holder's view ends
+        answer = {
+            "thread_id": thread_id,
+            "verb": "takeover",
+            "holder": person,
+            "message": "taken over: the desktop is yours (the live view takes your input)",
+        }
+        response = JSONResponse(answer, headers=_NO_STORE)
+        return _with_holder(request, response, holder_id)
+
+    async def handback(self, request: Request, thread_id: str, s: RunSummary | None) -> Response:
+        """This browser hands the run back (only its holder may): the run's next leg starts."""
+        body = await _body(request, '{} or {"note": "..."}')
+        note = body.get("note")
+        if note is not None and not isinstance(note, str):
+            raise BadInput("note", "must be text")
+        person = _person(request) or "console"
+        await asyncio.to_thread(self.c.holding.check_holder, thread_id, person)
+        await self.c.revoke(thread_id)  # view only again at once
+        self.c.legs.handback(thread_id, s.status if s else "starting", note, person)
+        return JSONResponse(
+            {"thread_id": thread_id, "verb": "handback", "message": "handed back: the run goes on"},
+            status_code=202,
+            headers=_NO_STORE,
+        )
+
     async def api_desktops(self, request: Request) -> Response:
         return JSONResponse(
             {"desktops": [d.to_json() for d in self.c.defaults.desktops]}, headers=_NO_STORE
@@ -480,7 +597,56 @@ class _Routes:
         if target is None:
             await websocket.close(code=4404)
             return
-        await relay(websocket, target)
+        person = _person(websocket) if websocket.query_params.get("input") == "1" else None
+        hold = await asyncio.to_thread(self.c.holding.hold, thread_id) if person else None
+        if hold is None or hold.holder != person or person is None:
+            await relay(websocket, target)
+            return
+        await self.holder_view(websocket, target, thread_id, person)
+
+    async def holder_view(
+        self, websocket: WebSocket, target: LiveTarget, thread_id: str, person: str
+    ) -> None:
+        """The holder's interactive live view: their input recorded as ``vnc-use view
+        --interactive`` records it (clicks with positions, key presses as a count)."""
+        from vnc_use.runs.takeover import PersonRecorder, person_video
+
+        video = contextlib.ExitStack()
+        sink = None
+        if self.c.fleet:  # the run's events are the fleet's database's
+            from vnc_use.console.holding import FleetEvents
+
+            sink = await asyncio.to_thread(FleetEvents, self.c.fleet, thread_id)
+            video.callback(sink.close)
+        recorder = PersonRecorder(self.c.runs_dir, thread_id, list(self.c.secrets), folder=sink)
+        session = PersonSession(person, recorder.click, recorder.key, recorder.lost)
+
+        async def still_held() -> bool:
+            hold = await asyncio.to_thread(self.c.holding.hold, thread_id)
+            return hold is not None and hold.holder == person
+
+        others = self.c.sessions.setdefault(thread_id, set())
+        filming = not others  # one video segment at a time: the first open session's
+        others.add(session)
+        try:
+            if (
+                target.full_password and filming and sink is None
+            ):  # the person's part of the video, as view does
+                part = person_video(
+                    self.c.runs_dir,
+                    thread_id,
+                    f"{target.host}::{target.port}",
+                    target.full_password,
+                )
+                await asyncio.to_thread(video.enter_context, part)
+            await relay(websocket, target, session, still_held)
+        finally:
+            recorder.close()
+            try:
+                await asyncio.to_thread(video.close)
+            finally:
+                session.closed.set()
+                self.c.sessions.get(thread_id, set()).discard(session)
 
     def app(self) -> Any:
         """The routes behind the token guard."""
@@ -513,6 +679,20 @@ class _Routes:
 def build_app(console: Console) -> Any:
     """The console's ASGI app, behind its token guard."""
     return _Routes(console).app()
+
+
+async def _body(request: Request, shape: str) -> dict[str, Any]:
+    """The request's JSON object (an empty body is ``{}``)."""
+    raw = await request.body()
+    if not raw.strip():
+        return {}
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        raise BadInput("body", f"not JSON: send {shape}") from None
+    if not isinstance(body, dict):
+        raise BadInput("body", f"send {shape}")
+    return body
 
 
 def _is_sha(text: str) -> bool:

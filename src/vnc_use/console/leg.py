@@ -5,17 +5,19 @@
     {"verb": "start", "thread_id": "...", "task": "...", "spec": {...RunSpec JSON...}}
     {"verb": "approve" | "deny", "thread_id": "...", "runs_dir": "...", "reason": "..."}
     {"verb": "resume", "thread_id": "...", "runs_dir": "..."}
+    {"verb": "handback", "thread_id": "...", "runs_dir": "...", "person": "...", "note": "..."}
 
 and carries it out through the run's executor
 (:class:`~vnc_use.runs.executor.LocalExecutor`; an order that names ``"fleet": URL`` through
 the :class:`~vnc_use.fleet.executor.FleetExecutor`, one that names ``"server": URL`` through
 the :class:`~vnc_use.runs.executor.ServedExecutor`, which follows the server's run), as
-``vnc-use run`` / ``approve`` / ``deny`` / ``resume`` do, in its own session: the run goes on
-(or pauses, checkpointed) whether or not the console that started it is still there. SIGINT or
-SIGTERM stops it at the next step boundary (``interrupted``, resumable), as Ctrl-C does
-``vnc-use run`` (a served run is stopped by the console through the served executor: the
-server's cancel). The model's key and the desktop's password are read from the environment
-this process inherited (a served run's: the server's); the order holds none.
+``vnc-use run`` / ``approve`` / ``deny`` / ``resume`` / ``handback`` do, in its own session: the
+run goes on (or pauses, checkpointed) whether or not the console that started it is still
+there. SIGINT or SIGTERM stops it at the next step boundary (``interrupted``, resumable), as
+Ctrl-C does ``vnc-use run`` (a served run is stopped by the console through the served
+executor: the server's cancel). The model's key and the desktop's password are read from the
+environment this process inherited (a served run's: the server's); the order holds none (a
+hand-back's note, which goes to the model, is in it).
 
 Exit codes: 0 the leg ran (its outcome is in the run folder's events), 2 the order could not
 be carried out (one line on stderr, which the console shows).
@@ -66,6 +68,8 @@ def _on_fleet(order: dict[str, Any]) -> None:
         executor.answer(thread_id, verb, order.get("reason"))
     elif verb == "resume":
         executor.resume(thread_id)
+    elif verb == "handback":
+        executor.handback(thread_id, order.get("note"), person=order.get("person"))
     else:
         raise ConfigError(f"unknown verb {verb!r}")
 
@@ -132,6 +136,8 @@ def _carry_out(order: dict[str, Any]) -> None:
             executor.answer(thread_id, verb, order.get("reason"), spec=spec)
         elif verb == "resume":
             executor.resume(thread_id, spec=spec)
+        elif verb == "handback":
+            executor.handback(thread_id, order.get("note"), person=order.get("person"), spec=spec)
         else:
             raise ConfigError(f"unknown verb {verb!r}")
 

@@ -1,4 +1,4 @@
-"""The console's verbs on runs: start, approve, deny, stop, resume.
+"""The console's verbs on runs: start, approve, deny, stop, resume, handback.
 
 Each leg of a run (its start, an answer, a resume) runs in a process of its own
 (:mod:`vnc_use.console.leg`, in a new session), which carries it out through the run's
@@ -191,6 +191,24 @@ class Legs:
                 "resume",
                 {"verb": "resume", "thread_id": thread_id, "runs_dir": str(self.runs_dir)},
             )
+
+    def handback(self, thread_id: str, status: str, note: str | None, person: str) -> None:
+        """Hand the run back (``person``: who hands it back, checked by the caller to be its
+        holder): its next leg, from a fresh screenshot, runs in a process of its own."""
+        with self._lock:
+            try:
+                rules.check("handback", thread_id, self._state(thread_id, status))
+            except ConfigError as exc:
+                raise Conflict(str(exc)) from None
+            order: dict[str, Any] = {
+                "verb": "handback",
+                "thread_id": thread_id,
+                "runs_dir": str(self.runs_dir),
+                "person": person,
+            }
+            if note:
+                order["note"] = note
+            self._spawn(thread_id, "handback", order)
 
     def stop(self, thread_id: str, status: str) -> None:
         """Stop the run at its next step boundary: its leg here is told at once (SIGINT, as

@@ -39,7 +39,8 @@ input, select, textarea, button { font:inherit; padding:5px 8px; border-radius:6
   border:1px solid var(--line); }
 button { cursor:pointer; background:#2f5fb3; color:#fff; border-color:#2f5fb3; }
 button.deny, button.stop { background:#c62828; border-color:#c62828; }
-button.approve { background:#1f8a4c; border-color:#1f8a4c; }
+button.approve, button.handback { background:#1f8a4c; border-color:#1f8a4c; }
+button.takeover { background:#8a5a1f; border-color:#8a5a1f; }
 #message { min-height:1.4em; margin:4px 0 10px; font-weight:600; }
 #message[data-bad="1"] { color:#c62828; }
 table.runs { border-collapse:collapse; width:100%; background:var(--card); font-size:14px; }
@@ -197,20 +198,27 @@ def run_page(
     live: bool,
     ended: bool,
     poll: bool = False,
+    yours: bool = False,
 ) -> str:
-    """A run's page (see the module's doc)."""
+    """A run's page (see the module's doc); ``yours``: this browser holds the run (its live
+    view takes input)."""
 
     def button(verb: str, label: str) -> str:
         hidden = "" if verb in verbs else " hidden"
         return f'<button type="button" id="do-{verb}" class="{verb}"{hidden}>{label}</button>'
 
     reason_hidden = "" if "deny" in verbs else " hidden"
+    note_hidden = "" if "handback" in verbs else " hidden"
     controls = (
         '<div class="controls">'
         f"{button('approve', 'Approve')}{button('deny', 'Deny')}"
         f'<label id="reason-box"{reason_hidden}>Reason (sent to the model) '
         '<input id="reason" name="reason" aria-label="Reason"></label>'
-        f"{button('stop', 'Stop')}{button('resume', 'Resume')}</div>"
+        f"{button('stop', 'Stop')}{button('resume', 'Resume')}"
+        f"{button('takeover', 'Take over')}"
+        f'<label id="note-box"{note_hidden}>Note (sent to the model) '
+        '<input id="note" name="note" aria-label="Note"></label>'
+        f"{button('handback', 'Hand back')}</div>"
         '<div id="message" role="status" aria-live="polite"></div>'
     )
     live_hidden = "" if live else " hidden"
@@ -223,7 +231,7 @@ def run_page(
     attrs = (
         f' data-thread="{escape(thread_id)}" data-status="{escape(status)}"'
         f' data-ended="{"1" if ended else "0"}" data-rendered="{time.time():.3f}"'
-        f' data-poll="{"1" if poll else "0"}"'
+        f' data-poll="{"1" if poll else "0"}" data-yours="{"1" if yours else "0"}"'
     )
     scripts = '<script type="module" src="/static/live.js"></script>'
     return layout(f"vnc-use run {thread_id}", body, page="run", attrs=attrs, scripts=scripts)

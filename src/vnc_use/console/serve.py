@@ -78,12 +78,12 @@ def live_target(summary: RunSummary) -> LiveTarget | None:
     except ConfigError:
         return None
     view = view_password(server) or config.vnc_view_password()
-    if view:
-        return LiveTarget(host, port, view, True)
     full = managed_password(server) or config.vnc_password()
+    if view:
+        return LiveTarget(host, port, view, True, full_password=full)
     if not full:  # no password here: no tries a server would count as failed logins
         return None
-    return LiveTarget(host, port, full, False)
+    return LiveTarget(host, port, full, False, full_password=full)
 
 
 def make_console(options: ConsoleOptions, token: str | None = None) -> Console:

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from vnc_use.desktops.service import Service
 from vnc_use.errors import ConfigError
 
-__all__ = ["ClientReader", "PersonTap"]
+__all__ = ["ClientReader", "OnClick", "OnKeys", "PersonTap"]
 
 log = logging.getLogger(__name__)
 
@@ -45,10 +45,19 @@ _FIXED = {0: 20, 3: 10, 4: 8, 5: 6, 150: 10, 250: 4}
 class ClientReader:
     """Reads the client's bytes of one connection and reports clicks and key presses."""
 
-    def __init__(self, on_click: OnClick, on_keys: OnKeys, on_lost: Callable[[str], None]):
+    def __init__(
+        self,
+        on_click: OnClick,
+        on_keys: OnKeys,
+        on_lost: Callable[[str], None],
+        *,
+        stage: str = "version",
+    ):
+        """``stage="messages"`` reads client messages only (the handshake was read by the
+        caller: the console's live view)."""
         self.on_click, self.on_keys, self.on_lost = on_click, on_keys, on_lost
         self.buffer = bytearray()
-        self.stage = "version"
+        self.stage = stage
         self.buttons = 0
         self.lost = False
 
@@ -125,8 +134,8 @@ class ClientReader:
             size = _FIXED[kind]
         elif kind == 2:  # SetEncodings
             size = 4 + 4 * struct.unpack(">H", b[2:4])[0] if len(b) >= 4 else -1
-        elif kind == 6:  # ClientCutText: relayed, never read
-            size = 8 + struct.unpack(">I", b[4:8])[0] if len(b) >= 8 else -1
+        elif kind == 6:  # ClientCutText (negative length: extended clipboard): never read
+            size = 8 + abs(struct.unpack(">i", b[4:8])[0]) if len(b) >= 8 else -1
         elif kind == 248:  # ClientFence
             size = 9 + b[8] if len(b) >= 9 else -1
         elif kind == 251:  # SetDesktopSize

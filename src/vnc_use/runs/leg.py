@@ -5,9 +5,10 @@ listeners, its redaction), write ``run.json`` (the first leg), reach and connect
 record a video segment, run the graph, record the outcome, close. :class:`RunHost` walks it
 for :class:`~vnc_use.runs.agent.VncUseAgent` (its face), so for every door that runs in a
 process of its own: ``vnc-use run`` and its verbs (:class:`~vnc_use.runs.executor.LocalExecutor`),
-``eval``, MCP ``run_task``, the fleet's workers (``kind`` ``fleet``). The LangGraph Server
-factory (:mod:`vnc_use.runs.serve`), where the server runs the graph, shares its pieces: the
-run folder and ``run.json`` writer, the storage, reaching the desktop, the video segment.
+``eval``, MCP ``run_task``, the fleet's workers (``kind`` ``fleet``), and for LangGraph
+Server (:mod:`vnc_use.runs.serve`, ``kind`` ``served``), where the server invokes the graph:
+:meth:`RunHost.hosted_leg` lives the same leg up to the graph and binds its parts to the
+server's graph; :meth:`HostedLeg.finish` records the outcome from the state the server left.
 
 The graph itself (nodes, routing) is in :mod:`vnc_use.agent.graph`; :class:`RunHost` compiles
 it with a checkpointer (SQLite in the runs folder, or PostgreSQL: :mod:`vnc_use.store.storage`),
@@ -24,6 +25,7 @@ settings, the budgets it uses, where its desktop is and how it was reached).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import threading
@@ -87,7 +89,14 @@ from vnc_use.store.lease import LeaseBusy
 if TYPE_CHECKING:  # imported when first connecting: Twisted stays out of desktop= runs
     from vnc_use.desktops.vnc import VNCController
 
-__all__ = ["RECORD_KEYS", "RunHost", "run_record_of", "run_state", "write_run_record"]
+__all__ = [
+    "RECORD_KEYS",
+    "HostedLeg",
+    "RunHost",
+    "run_record_of",
+    "run_state",
+    "write_run_record",
+]
 
 log = logging.getLogger(__name__)
 _Host = TypeVar("_Host", bound="RunHost")
@@ -446,21 +455,8 @@ class RunHost:
     # -- runs --------------------------------------------------------------------------------
     def _start(self, task: str, thread_id: str, planner: Planner) -> RunResult:
         """Record and run a new run (its desktop leased)."""
-        desktop = self.desktop
-        where = self._where(desktop)
         folder = self._folder(thread_id)
-        record = run_record_of(
-            self.kind,
-            thread_id,
-            task,
-            replace(self.spec, video=self.video, video_fps=self.video_fps),
-            planner=planner.run_settings(),
-            settings=self.settings,
-            where={"vnc_server": None, **where} if "desktop" in where else where,
-            checkpointer=self.storage.described,  # never its password
-        )
-        write_run_record(folder, record)
-        started = {k: where[k] for k in ("desktop", "vnc_server", "security", "rdp") if k in where}
+        started = self._record_new(folder, thread_id, task, planner)
         folder.event("run_started", thread_id=thread_id, task=task, **started)
         initial: CUAState = {
             "task": task,
@@ -478,6 +474,25 @@ class RunHost:
             "model_calls": 0,
         }
         return self._invoke(initial, thread_id, folder)
+
+    def _record_new(
+        self, folder: RunFolder, thread_id: str, task: str, planner: Planner
+    ) -> dict[str, Any]:
+        """Write a new run's ``run.json`` (its desktop connected first: how it was reached
+        is part of the record); returns what ``run_started`` says of the desktop."""
+        where = self._where(self.desktop)
+        record = run_record_of(
+            self.kind,
+            thread_id,
+            task,
+            replace(self.spec, video=self.video, video_fps=self.video_fps),
+            planner=planner.run_settings(),
+            settings=self.settings,
+            where={"vnc_server": None, **where} if "desktop" in where else where,
+            checkpointer=self.storage.described,  # never its password
+        )
+        write_run_record(folder, record)
+        return {k: where[k] for k in ("desktop", "vnc_server", "security", "rdp") if k in where}
 
     def _planner_of(self, thread_id: str) -> Planner:
         """The planner of run ``thread_id``: a replay's own (rebuilt from its run.json in a
@@ -663,6 +678,13 @@ class RunHost:
 
     def _invoke(self, inp: Any, thread_id: str, folder: RunFolder) -> RunResult:
         """Run the graph; reconnect and continue when the desktop drops out for a while."""
+        with self._segment(thread_id, folder) as journal:
+            return self._legs(inp, thread_id, folder, journal)
+
+    @contextlib.contextmanager
+    def _segment(self, thread_id: str, folder: RunFolder) -> Iterator[Any]:
+        """The acting part of a leg (its lease held, its folder open): the run's journal
+        (yielded), the leg's video segment, and a stop asked for from any process."""
         self._stop.clear()
         journal = self.storage.journal(thread_id)
         import_jsonl(journal, folder.path / "journal.jsonl")  # a run of an older version
@@ -676,7 +698,53 @@ class RunHost:
             self.request_stop()
 
         with self._recording(folder), _watching_stops(journal, stop_asked):
-            return self._legs(inp, thread_id, folder, journal)
+            yield journal
+
+    def _context(
+        self,
+        thread_id: str,
+        folder: RunFolder,
+        journal: Any,
+        fence: Callable[[], dict[str, Any] | None] | None,
+    ) -> AgentContext:
+        """The live parts the graph's nodes act with (the desktop connected, feeding the
+        leg's video segment)."""
+        ctx = AgentContext(
+            desktop=self.desktop,
+            planner=self._planner_of(thread_id),
+            run=folder,
+            settings=self.settings,
+            journal=journal,
+            secrets=self.sensitive_text,
+            stop=self._stop,
+            fence=fence,
+        )
+        self._record_video_of(ctx.desktop)
+        return ctx
+
+    @contextlib.contextmanager
+    def hosted_leg(self, thread_id: str) -> Iterator[HostedLeg]:
+        """One leg of a run whose graph another host invokes (LangGraph Server: the factory
+        of :mod:`vnc_use.runs.serve`), lived as a leg this host runs itself: the desktop's
+        lease (a person's hold on it included), the run folder, ``run.json`` (a first leg:
+        its task is recorded when it enters the graph, :meth:`HostedLeg.started`; a cost cap
+        it cannot keep refused first, as :meth:`run` refuses it), the
+        desktop, the video segment and the stop watch. The host reads the graph's state as
+        the leg left it and hands it to :meth:`HostedLeg.finish` before the block ends."""
+        planner = self._planner_of(thread_id)
+        first = run_record.load(self.runs_dir / thread_id) is None
+        if first:  # as run() does, before anything is recorded
+            self._check_cost_cap(planner)
+        with self._leased(thread_id):
+            folder = self._folder(thread_id)
+            if first:
+                self._record_new(folder, thread_id, "", planner)
+            else:  # a later leg: a cap raised on resume (--max-cost) is the run's cap now
+                run_record.update(folder, max_cost=self.settings.max_cost)
+            with self._segment(thread_id, folder) as journal:
+                ctx = self._context(thread_id, folder, journal, self._fence(thread_id))
+                label = self._reach.label if self._reach is not None else None
+                yield HostedLeg(self, thread_id, ctx, label)
 
     def _legs(self, inp: Any, thread_id: str, folder: RunFolder, journal: Any) -> RunResult:
         """The graph's invocations of one leg: again after each reconnect."""
@@ -687,17 +755,7 @@ class RunHost:
         while True:
             self._control = RunControl()
             try:
-                ctx = AgentContext(
-                    desktop=self.desktop,
-                    planner=self._planner_of(thread_id),
-                    run=folder,
-                    settings=self.settings,
-                    journal=journal,
-                    secrets=self.sensitive_text,
-                    stop=self._stop,
-                    fence=fence,
-                )
-                self._record_video_of(ctx.desktop)
+                ctx = self._context(thread_id, folder, journal, fence)
                 # "sync": each step's checkpoint is on disk before the next step starts, so
                 # a process killed at any point resumes from the step it was in.
                 graph = build_graph(live=ctx).compile(checkpointer=self.checkpointer)
@@ -812,19 +870,83 @@ class RunHost:
         emit: bool = True,
         interrupted: bool = False,
     ) -> RunResult:
-        snap = self._snapshot(thread_id)
+        return self._outcome(
+            self._snapshot(thread_id), folder, error, emit=emit, interrupted=interrupted
+        )
+
+    def _outcome(
+        self,
+        snap: Any,
+        folder: RunFolder,
+        error: str | None = None,
+        *,
+        emit: bool = True,
+        interrupted: bool = False,
+        resume_hint: str | None = None,
+    ) -> RunResult:
+        """The run's result from the state its graph left (``snap``: a state snapshot, or
+        None when there is none), recorded in its folder (``emit``)."""
         result = run_outcome(
-            snap.values,
-            snap.next,
-            [i.value for i in snap.interrupts],
-            thread_id=thread_id,
+            dict(snap.values) if snap is not None else {},
+            snap.next if snap is not None else (),
+            [i.value for i in snap.interrupts] if snap is not None else [],
+            thread_id=folder.thread_id,
             run_dir=str(folder.path),
             error=error,
             interrupted=interrupted,
+            **({"resume_hint": resume_hint} if resume_hint else {}),
         )
         if emit:
             record_outcome(folder, result)
         return result
+
+
+class HostedLeg:
+    """A leg another host runs the graph of (:meth:`RunHost.hosted_leg`): the live parts it
+    binds (:attr:`context`), its start, its outcome."""
+
+    def __init__(
+        self, host: RunHost, thread_id: str, context: AgentContext, label: str | None
+    ) -> None:
+        self.host = host
+        self.thread_id = thread_id
+        self.context = context
+        self.label = label
+        """The desktop as records name it (``rdp://HOST:PORT (via FreeRDP)`` behind a bridge)."""
+
+    @property
+    def folder(self) -> RunFolder:
+        return self.context.run
+
+    def started(self, state: CUAState) -> None:
+        """A new run's task entered the graph (the host never sees the run's input itself):
+        ``run_started`` and the task in ``run.json``, as :meth:`RunHost.run` records them."""
+        task = state.get("task", "")
+        security = _security_json(getattr(self.context.desktop, "security", None))
+        run_record.update(
+            self.folder, task=task, started=time.time(), security=security, status="running"
+        )
+        self.folder.event(
+            "run_started",
+            thread_id=self.thread_id,
+            task=task,
+            vnc_server=self.label,
+            security=security,
+        )
+
+    def finish(
+        self, snap: Any, error: BaseException | None, resume_hint: str | None = None
+    ) -> RunResult:
+        """The leg paused or ended (``snap``: the graph's state as it left it; ``error``:
+        what stopped it, a cancellation an interruption): its outcome, recorded."""
+        message = None
+        interrupted = isinstance(error, asyncio.CancelledError)
+        if error is not None and not interrupted:
+            message = str(error) or type(error).__name__
+            self.folder.event("error", message=message, kind=type(error).__name__)
+        return self.host._outcome(
+            snap, self.folder, message, interrupted=interrupted, resume_hint=resume_hint
+        )
 
 
 STOP_POLL = 0.5

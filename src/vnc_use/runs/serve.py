@@ -6,16 +6,18 @@ The server calls :func:`make_graph` whenever it needs the graph:
 - to run it (``threads.create_run``: a first leg, and every resume): the run's spec
   (:class:`~vnc_use.runs.spec.RunSpec`) comes from the request's ``context``, or, when a
   resume carries none (Agent Inbox sends a bare ``command={"resume": ...}``), from the
-  server's store, where the first leg left it under the thread id. The live parts (VNC
-  connection, planner, run folder, journal) are opened off the event loop, bound to the graph,
-  and closed when the run ends *or pauses* for a person (the server leaves the factory then),
-  so a run waiting a day for an approval holds no connection;
+  server's store, where the first leg left it under the thread id. The leg is lived as every
+  leg is (:meth:`~vnc_use.runs.leg.RunHost.hosted_leg`: the desktop's lease, the run folder
+  and ``run.json``, the desktop, the video segment), off the event loop; its live parts are
+  bound to the graph; its outcome is recorded from the state the server's checkpointer holds,
+  and all of it is let go when the run ends *or pauses* for a person (the server leaves the
+  factory then), so a run waiting a day for an approval holds no connection;
 - for everything else (schemas, state reads, Studio): the same topology, nothing opened.
 
-:func:`open_live` is the one place a served run acquires what it acts with (a lease on the
-desktop belongs there too, released by :meth:`LiveRun.close`); it shares the run setup of
-:class:`~vnc_use.runs.agent.VncUseAgent` (:mod:`vnc_use.runs.open`) and reaches the desktop
-with :func:`~vnc_use.desktops.target.reach` (an RDP target: a bridge for the leg).
+What is the server's own is here: the spec from the request or the store, the state read
+through the server's checkpointer, and the host of a served leg (:class:`ServedHost`: its
+journal and leases in the database the server's environment names, its secrets named by
+variable, its RDP bridge's log in the run folder).
 """
 
 from __future__ import annotations
@@ -23,10 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import threading
-import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,194 +37,76 @@ from langgraph.store.base import BaseStore
 from langgraph.types import StateSnapshot
 
 from vnc_use import config as env
-from vnc_use.agent.context import AgentContext
 from vnc_use.agent.graph import build_graph
-from vnc_use.agent.outcome import record_outcome, run_outcome
-from vnc_use.agent.state import CUAState, RunResult
-from vnc_use.desktops.base import Desktop
-from vnc_use.desktops.target import ReachedDesktop, reach
+from vnc_use.agent.state import CUAState
+from vnc_use.desktops.target import reach
 from vnc_use.errors import ConfigError, ServedRunError, VncUseError
-from vnc_use.record import run_record
-from vnc_use.record.folder import RunFolder
-from vnc_use.record.report import write_report_safely
-from vnc_use.record.video import VideoRecorder, record_desktop, stop_recording
-from vnc_use.runs.leg import run_record_of, write_run_record
-from vnc_use.runs.open import MISSING_ON_SERVER, open_planner, run_folder, sensitive_values
+from vnc_use.runs.leg import HostedLeg, RunHost
+from vnc_use.runs.open import MISSING_ON_SERVER, open_planner, sensitive_values
 from vnc_use.runs.spec import SPEC_NAMESPACE, RunSpec
-from vnc_use.store.holds import leg_fence
-from vnc_use.store.lease import Lease
-from vnc_use.store.storage import Storage, open_storage
 
 if TYPE_CHECKING:  # the server resolves the annotation with its own ServerRuntime
     from langgraph_sdk.runtime import ServerRuntime
 
-    from vnc_use.providers.base import Planner
-
-__all__ = ["SPEC_NAMESPACE", "LiveRun", "make_graph", "open_live"]
+__all__ = ["SPEC_NAMESPACE", "ServedHost", "make_graph", "open_leg"]
 
 Compiled = CompiledStateGraph[CUAState, RunSpec, CUAState, CUAState]
 
 
-@dataclass
-class LiveRun:
-    """What one leg of a served run acts with; :meth:`close` lets go of all of it."""
+class ServedHost(RunHost):
+    """The host of one leg of a served run (``kind`` ``served``): the spec's planner (ready
+    before the desktop is reached), its sensitive values from the server's environment, its
+    desktop reached with the RDP bridge's log in the run folder, its journal and leases in
+    ``VNC_USE_DATABASE_URL``'s database, else the runs folder's SQLite file (as a local
+    run's); the checkpoints are the server's."""
 
-    context: AgentContext
-    desktop: Desktop
-    storage: Storage
-    lease: Lease
-    spec: RunSpec
-    reached: ReachedDesktop
-    exits: contextlib.ExitStack
-    """What :func:`reach` holds for the leg (an RDP bridge), let go by :meth:`close`."""
-    recorder: VideoRecorder | None = None
-    """The leg's video segment (``spec.video``), finished by :meth:`close`."""
+    kind = "served"
 
-    @property
-    def folder(self) -> RunFolder:
-        return self.context.run
-
-    def started(self, state: CUAState) -> None:
-        """A new run's task entered the graph: ``run_started`` and the task in ``run.json``,
-        as a local run records them (the factory never sees the run's input itself)."""
-        task = state.get("task", "")
-        thread_id = self.folder.thread_id
-        security = _security_json(getattr(self.desktop, "security", None))
-        run_record.update(
-            self.folder, task=task, started=time.time(), security=security, status="running"
-        )
-        self.folder.event(
-            "run_started",
-            thread_id=thread_id,
-            task=task,
-            vnc_server=self._where(),
-            security=security,
-        )
-
-    def _where(self) -> str:
-        """The desktop as run.json names it: the VNC address, or ``rdp://HOST:PORT (via
-        FreeRDP)`` for a bridged RDP server."""
-        return self.reached.label
-
-    def finish(self, snap: StateSnapshot | None, error: BaseException | None) -> RunResult:
-        """The leg paused or ended (``error``: what stopped it): ``run_paused`` /
-        ``run_ended`` and the status in ``run.json``; the report follows (blocking)."""
-        message = None
-        interrupted = isinstance(error, asyncio.CancelledError)
-        if error is not None and not interrupted:
-            message = str(error) or type(error).__name__
-            self.folder.event("error", message=message, kind=type(error).__name__)
-        thread_id = self.folder.thread_id
-        result = run_outcome(
-            dict(snap.values) if snap is not None else {},
-            snap.next if snap is not None else (),
-            [i.value for i in snap.interrupts] if snap is not None else [],
-            thread_id=thread_id,
-            run_dir=str(self.folder.path),
-            error=message,
-            interrupted=interrupted,
-            resume_hint=f"a new run on the thread (vnc-use resume --server URL {thread_id})",
-        )
-        record_outcome(self.folder, result)
-        return result
-
-    def close(self) -> None:
-        """Disconnect from the desktop, give its lease back and close the journal (blocking:
-        call it off the event loop)."""
+    def __init__(self, spec: RunSpec, thread_id: str) -> None:
+        sensitive = sensitive_values(spec.sensitive_names, missing=MISSING_ON_SERVER)
+        planner = open_planner(spec, ready=True)
+        exits = contextlib.ExitStack()
         try:
-            stop_recording(self.desktop, self.recorder)
-            if self.recorder is not None and self.recorder.frames:
-                write_report_safely(self.folder)  # the report plays the finished segment
-            disconnect = getattr(self.desktop, "disconnect", None)
-            if callable(disconnect):
-                disconnect()
-        finally:
-            try:
-                self.exits.close()
-            finally:
-                try:
-                    self.lease.release()
-                finally:
-                    self.storage.close()
-
-
-def open_live(spec: RunSpec, thread_id: str) -> LiveRun:
-    """Connect the desktop and build the planner, run folder and journal of one leg of a
-    served run (blocking: call it off the event loop)."""
-    sensitive = sensitive_values(spec.sensitive_names, missing=MISSING_ON_SERVER)
-    planner = open_planner(spec, ready=True)
-    # the journal and the desktop's lease live in the database the server's environment names
-    # (VNC_USE_DATABASE_URL), else in the runs folder's SQLite file, as for a local run; as
-    # for a local run, a run that cannot have its desktop records nothing
-    storage = open_storage(env.database_url(), Path(spec.runs_dir))
-    lease = storage.lease(spec.desktop_key, thread_id)
-    exits = contextlib.ExitStack()
-    try:
-        lease.acquire(spec.lease_timeout)
-        folder = _folder(spec, thread_id, sensitive, planner, storage.described)
-        reached = exits.enter_context(reach(spec.desktop, log_path=folder.path / "freerdp.log"))
-        if reached.rdp:
-            run_record.update(folder, vnc_server=reached.label, rdp=reached.rdp)
-        desktop = reached.connect()
-        recorder = record_desktop(desktop, folder.path, spec.video_fps) if spec.video else None
-    except BaseException:
-        try:
+            log_path = Path(spec.runs_dir) / thread_id / "freerdp.log"
+            reached = exits.enter_context(reach(spec.desktop, log_path=log_path))
+            self._open(
+                spec,
+                desktop=None,
+                reached=reached,
+                planner=planner,
+                vnc_password=None,
+                settings=None,
+                on_event=None,
+                sensitive_text=sensitive,
+                checkpointer=env.database_url(),
+                screen_size=(0, 0),  # only a hint, never used: screenshots have their size
+            )
+        except BaseException:
             exits.close()
-            lease.release()
-        finally:
-            storage.close()
+            raise
+        self._exits.push(exits)  # the bridge goes with the host (close)
+
+    def _secrets(self) -> list[str | None]:
+        """Also the passwords the spec names by variable (an RDP password among them)."""
+        desktop = self.spec.desktop
+        return [
+            *super()._secrets(),
+            env.named_secret(desktop.vnc_password_env),
+            env.named_secret(desktop.rdp_password_env) if desktop.rdp_server else None,
+        ]
+
+
+def open_leg(spec: RunSpec, thread_id: str) -> tuple[HostedLeg, contextlib.ExitStack]:
+    """Open one leg of a served run (blocking: call it off the event loop); closing the
+    stack ends the leg (its video, its lease) and lets go of its host."""
+    stack = contextlib.ExitStack()
+    try:
+        host = stack.enter_context(ServedHost(spec, thread_id))
+        leg = stack.enter_context(host.hosted_leg(thread_id))
+    except BaseException:
+        stack.close()
         raise
-    ctx = AgentContext(
-        desktop=desktop,
-        planner=planner,
-        run=folder,
-        settings=spec.settings(planner),
-        journal=storage.journal(thread_id),
-        secrets=sensitive,
-        stop=threading.Event(),
-        fence=leg_fence(storage.holds(spec.desktop_key), thread_id),
-    )
-    return LiveRun(
-        context=ctx,
-        desktop=desktop,
-        storage=storage,
-        lease=lease,
-        spec=spec,
-        reached=reached,
-        exits=exits,
-        recorder=recorder,
-    )
-
-
-def _folder(
-    spec: RunSpec,
-    thread_id: str,
-    sensitive: dict[str, str],
-    planner: Planner,
-    checkpointer: str,
-) -> RunFolder:
-    """The leg's run folder (its run.json written by the first leg)."""
-    secrets = [
-        env.named_secret(spec.desktop.vnc_password_env),
-        env.named_secret(spec.desktop.rdp_password_env) if spec.rdp_server else None,
-        *env.secret_values(),
-        *sensitive.values(),
-    ]
-    folder = run_folder(Path(spec.runs_dir), thread_id, secrets)
-    if run_record.load(folder.path) is None:
-        record = run_record_of(
-            "served",
-            thread_id,
-            "",  # the task: when it enters the graph (LiveRun.started)
-            spec,
-            planner=planner.run_settings(),
-            settings=spec.settings(planner),
-            checkpointer=checkpointer,
-        )
-        write_run_record(folder, record)
-    else:  # a later leg: a cap raised on resume (--max-cost) is the run's cap now
-        run_record.update(folder, max_cost=spec.max_cost)
-    return folder
+    return leg, stack
 
 
 async def spec_for(store: BaseStore, thread_id: str, context: Any) -> RunSpec:
@@ -258,14 +139,12 @@ async def make_graph(
     thread_id = str(config.get("configurable", {}).get("thread_id"))
     try:
         spec = await spec_for(runtime.store, thread_id, execution.context)
-        live = await asyncio.to_thread(open_live, spec, thread_id)
+        leg, stack = await asyncio.to_thread(open_leg, spec, thread_id)
     except VncUseError as exc:  # e.g. the desktop's lease: the client sees the one line
         raise ServedRunError(exc) from exc
     failure: BaseException | None = None
     try:
-        yield build_graph(
-            live=live.context, on_start=live.started, context_schema=RunSpec
-        ).compile()
+        yield build_graph(live=leg.context, on_start=leg.started, context_schema=RunSpec).compile()
     except VncUseError as exc:  # the leg failed: recorded in the run folder, then shown
         failure = exc
         raise ServedRunError(exc) from exc
@@ -275,9 +154,10 @@ async def make_graph(
     finally:
         try:
             snap = await _checkpointed(config, thread_id)
-            await asyncio.to_thread(live.finish, snap, failure)
+            hint = f"a new run on the thread (vnc-use resume --server URL {thread_id})"
+            await asyncio.to_thread(leg.finish, snap, failure, hint)
         finally:
-            await asyncio.to_thread(live.close)
+            await asyncio.to_thread(stack.close)
 
 
 async def _checkpointed(config: RunnableConfig, thread_id: str) -> StateSnapshot | None:
@@ -288,9 +168,3 @@ async def _checkpointed(config: RunnableConfig, thread_id: str) -> StateSnapshot
         return None
     graph = build_graph().compile(checkpointer=checkpointer)
     return await graph.aget_state({"configurable": {"thread_id": thread_id}})
-
-
-def _security_json(security: Any) -> dict[str, Any] | None:
-    if security is None:
-        return None
-    return {"type": security.number, "name": security.name, "encrypted": security.encrypted}

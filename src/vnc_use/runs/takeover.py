@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from vnc_use.agent.graph import build_graph
 from vnc_use.agent.outcome import record_outcome, run_outcome
@@ -44,6 +44,7 @@ from vnc_use.store.lease import DEFAULT_LEASE_TIMEOUT, LeaseBusy
 from vnc_use.store.storage import Storage
 
 __all__ = [
+    "EventSink",
     "PersonRecorder",
     "desktop_of",
     "held_run",
@@ -211,14 +212,29 @@ def held_run(runs_dir: Path, thread_id: str) -> str:
     return record.vnc_server
 
 
+class EventSink(Protocol):
+    """Where a run's events are written (a :class:`~vnc_use.record.folder.RunFolder`)."""
+
+    def event(self, event: str, /, **fields: Any) -> Any: ...
+
+
 class PersonRecorder:
     """Writes what a person does on a held run's desktop into its events
     (:class:`~vnc_use.desktops.person_tap.PersonTap`'s callbacks): each click with its
     position (``person_input`` ``kind: click``), key presses as a count (``kind: keys``,
     written before the next click and at :meth:`close`), never which keys."""
 
-    def __init__(self, runs_dir: Path, thread_id: str, secrets: list[str | None]) -> None:
-        self.folder = run_folder(runs_dir, thread_id, secrets)
+    def __init__(
+        self,
+        runs_dir: Path,
+        thread_id: str,
+        secrets: list[str | None],
+        *,
+        folder: EventSink | None = None,
+    ) -> None:
+        """``folder``: where the events go instead of the run's folder here (a fleet run's
+        events in the fleet's database)."""
+        self.folder: EventSink = folder or run_folder(runs_dir, thread_id, secrets)
         self.keys = 0
         self._lock = threading.Lock()
 

@@ -1,5 +1,6 @@
 // The console's pages: the start form, the live runs list, a run's page (its steps as they
-// happen, the approval, Stop and Resume). Plain JavaScript, no build step.
+// happen, the approval, Stop and Resume, Take over and Hand back). Plain JavaScript, no build
+// step.
 "use strict";
 
 const page = document.body.dataset.page;
@@ -55,12 +56,14 @@ if (page === "run") {
   window.vncUseSeen = JSON.parse(sessionStorage.getItem(seenKey) || "{}");
   let lastId = 0, timer = null, busy = false, again = false;
 
-  function controls(verbs) {
-    for (const verb of ["approve", "deny", "stop", "resume"]) {
-      const on = verbs.includes(verb);
-      document.getElementById("do-" + verb).hidden = !on;
+  const verbs = ["approve", "deny", "stop", "resume", "takeover", "handback"];
+
+  function controls(shown) {
+    for (const verb of verbs) {
+      document.getElementById("do-" + verb).hidden = !shown.includes(verb);
     }
-    document.getElementById("reason-box").hidden = !verbs.includes("deny");
+    document.getElementById("reason-box").hidden = !shown.includes("deny");
+    document.getElementById("note-box").hidden = !shown.includes("handback");
   }
 
   async function refresh() {
@@ -79,6 +82,7 @@ if (page === "run") {
         controls(data.verbs);
         steps.innerHTML = data.main;
         live.hidden = !data.live;
+        document.body.dataset.yours = data.yours ? "1" : "0";
         if (data.live) { window.dispatchEvent(new Event("vnc-use-live")); }
         const now = Date.now();
         for (let i = 1; i <= upTo; i++) {
@@ -111,15 +115,22 @@ if (page === "run") {
 
   const names = ["message", "console", "run_started", "observe", "model_request",
     "model_response", "action", "run_paused", "approved", "denied", "resumed", "run_ended",
-    "stall_detected", "error", "interrupted", "reconnected", "connection_lost"];
+    "stall_detected", "error", "interrupted", "reconnected", "connection_lost", "taken_over",
+    "handed_back"];
   window.vncUseEvents = new EventSource("/api/runs/" + encodeURIComponent(id) + "/events");
   for (const name of names) { window.vncUseEvents.addEventListener(name, onEvent); }
 
-  for (const verb of ["approve", "deny", "stop", "resume"]) {
+  for (const verb of verbs) {
     document.getElementById("do-" + verb).addEventListener("click", async () => {
       const body = {};
       const reason = document.getElementById("reason").value;
       if (verb === "deny" && reason) { body.reason = reason; }
+      const note = document.getElementById("note").value;
+      if (verb === "handback" && note) { body.note = note; }
+      if (verb === "handback") {   // view only again at once, before the server says so
+        document.body.dataset.yours = "0";
+        window.dispatchEvent(new Event("vnc-use-live"));
+      }
       say(verb + "...", false);
       const r = await post("/api/runs/" + encodeURIComponent(id) + "/" + verb, body);
       say(r.ok ? (r.data.message || verb + ": done") : (r.data.error || "error " + r.status), !r.ok);
