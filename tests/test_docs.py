@@ -41,6 +41,10 @@ COVERED: list[tuple[str, tuple[str, ...]]] = [
         r"vnc-use console --fleet \S+ --runs-dir \S+",
         ("test_the_console_over_a_fleet_starts_approves_and_lists_the_fleets_runs",),
     ),
+    (
+        r"vnc-use console --server \S+ --vnc \S+ --runs-dir \S+",
+        ("test_a_served_run_from_the_form_is_approved_in_the_page_and_clicks_once",),
+    ),
     # a fleet of desktop hosts (docs/fleet.md)
     (
         r"vnc-use worker --database \S+ --worker-id \S+ --runs-dir \S+ --vnc( \S+)+",

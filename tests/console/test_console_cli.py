@@ -13,7 +13,16 @@ from cli_tools import CLI, run_cli
 def test_options_that_cannot_work_are_refused_in_one_line(tmp_path: Path) -> None:
     runs = str(tmp_path / "runs")
     cases = {
-        ("--server", "http://127.0.0.1:1"): "--server is not supported yet",
+        ("--server", "http://127.0.0.1:1"): "--server needs --vnc HOST::PORT or --rdp",
+        ("--server", "http://127.0.0.1:1", "--vnc", "127.0.0.1::5901", "--local"): (
+            "--server needs --vnc HOST::PORT or --rdp"
+        ),
+        ("--server", "http://127.0.0.1:1", "--fleet", "postgresql://x@127.0.0.1/x"): (
+            "takes --server or --fleet, not both"
+        ),
+        ("--server", "http://127.0.0.1:1", "--vnc", "127.0.0.1::5901"): (
+            "cannot reach the server at http://127.0.0.1:1"
+        ),
         ("--fleet", "postgresql://x@127.0.0.1/x", "--vnc", "127.0.0.1::5901"): (
             "--fleet cannot go with --vnc"
         ),

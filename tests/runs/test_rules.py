@@ -137,9 +137,20 @@ def test_the_server_reads_its_threads_into_the_rules_states(
 
     thread = {"status": thread_status}
     waits = next_nodes == ["hitl_gate"]
-    tasks = [{"interrupts": [{"value": {"name": "click_at"}}] if waits else []}]
+    interrupts = [{"value": {"name": "click_at"}}] if waits else []
+    tasks = [{"name": name, "interrupts": interrupts} for name in next_nodes]
     found = {"values": {"status": values_status}, "next": next_nodes, "tasks": tasks}
     assert served_state(thread, found) == state
+
+
+def test_a_served_run_cancelled_after_its_node_wrote_is_interrupted() -> None:
+    """A stop (the server's cancel) that lands once ``act`` has written but before the step is
+    committed: no next node, ``act`` still among the tasks (its writes kept). The run has a
+    step left: ``interrupted``, and resume goes on (it was ``running``: resume refused)."""
+    from vnc_use.runs.executor import served_state
+
+    found = {"values": {}, "next": [], "tasks": [{"name": "act", "error": None}]}
+    assert served_state({"status": "interrupted"}, found) == "interrupted"
 
 
 # -- the local executor: real runs in each state ---------------------------------------------

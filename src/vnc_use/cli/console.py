@@ -25,7 +25,8 @@ def register(sub: Any) -> None:
     p = sub.add_parser(
         "console",
         help="the web console: start runs, watch them live, approve or deny, every run's history",
-        description="Serve the web console on http://127.0.0.1:PORT/ over the runs of --runs-dir. "
+        description="Serve the web console on http://127.0.0.1:PORT/ over the runs of --runs-dir "
+        "(or a fleet's, --fleet URL, or a LangGraph Server's, --server URL). "
         "It prints one URL with a login token (VNC_USE_CONSOLE_TOKEN, else a new one).",
     )
     p.add_argument(
@@ -64,7 +65,14 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--fleet", default=None, metavar="URL", help="the runs of a fleet (PostgreSQL URL)"
     )
-    p.add_argument("--server", default=None, metavar="URL", help="the runs of a LangGraph Server")
+    p.add_argument(
+        "--server",
+        default=None,
+        metavar="URL",
+        help="the runs of a LangGraph Server (its threads); runs start there on the --vnc or "
+        "--rdp desktops, which the server connects to",
+    )
+    add_settings(p, "vnc_password_env")  # the --vnc desktops' password variable
     add_settings(  # the form's defaults: a person may change each for a run
         p,
         *FORM_SETTINGS,
@@ -106,10 +114,14 @@ def command(args: argparse.Namespace) -> int:
         ) from None
     from vnc_use.console.serve import ConsoleOptions, make_console, serve
 
-    if args.server:
+    if args.server and args.fleet:
         raise ConfigError(
-            "vnc-use console --server is not supported yet: run the console on the host whose "
-            "--runs-dir the runs write to, or over the fleet (--fleet URL)"
+            "vnc-use console takes --server or --fleet, not both: the runs of one place"
+        )
+    if args.server and (args.local or not (args.vnc or args.rdp)):
+        raise ConfigError(
+            "vnc-use console --server needs --vnc HOST::PORT or --rdp HOST[:PORT] (and no "
+            "--local): the desktops the server connects to"
         )
     if args.fleet and (args.vnc or args.rdp or args.local):
         raise ConfigError(
@@ -124,6 +136,8 @@ def command(args: argparse.Namespace) -> int:
         local=args.local,
         spec={k: v for k, v in spec.items() if v != []},
         fleet=args.fleet,
+        server=args.server,
+        vnc_password_env=args.vnc_password_env,
     )
     console = make_console(options)
     sock = _listen(args.host, args.port)

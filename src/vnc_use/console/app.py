@@ -69,6 +69,7 @@ from vnc_use.store.holds import Hold
 
 if TYPE_CHECKING:
     from vnc_use.console.fleet import FleetRuns
+    from vnc_use.console.served import ServedRuns
 
 __all__ = ["Console", "build_app"]
 
@@ -109,18 +110,24 @@ class Console:
     live_target: Callable[[RunSummary], LiveTarget | None] | None = None
     fleet: str | None = None
     """The fleet's database URL (``--fleet``): its table is the runs list."""
+    server: str | None = None
+    """A LangGraph Server's URL (``--server``): its threads are the runs list."""
 
     def __post_init__(self) -> None:
         self.runs_dir = Path(self.defaults.runs_dir)
-        self.index: RunIndex | FleetRuns
+        self.index: RunIndex | FleetRuns | ServedRuns
         if self.fleet:  # the fleet's modules (DBOS, psycopg) load only for a fleet
             from vnc_use.console.fleet import FleetRuns
 
             self.index = FleetRuns(self.fleet, self.runs_dir)
+        elif self.server:
+            from vnc_use.console.served import ServedRuns
+
+            self.index = ServedRuns(self.server, self.runs_dir)
         else:
             self.index = RunIndex(self.runs_dir)
         self.index.warm()
-        self.legs = Legs(self.runs_dir, fleet=self.fleet)
+        self.legs = Legs(self.runs_dir, fleet=self.fleet, server=self.server)
         self.holding = Holding(self.runs_dir, self.fleet)
         self.sessions: dict[str, set[PersonSession]] = {}
         """The holders' interactive live views open now, by run."""
@@ -140,6 +147,8 @@ class Console:
         it; ``person``: who asks, :func:`~vnc_use.console.holding.holder_name`)."""
         if status == RunStatus.AWAITING_APPROVAL and not self.legs.running(thread_id):
             return ["approve", "deny"]
+        if self.server and (self.legs.running(thread_id) or status == RunStatus.RUNNING):
+            return ["stop"]  # no taking over from the page over a server (docs: Limits)
         if self.legs.running(thread_id) or status == RunStatus.RUNNING:
             return ["stop", "takeover"]
         if status == RunStatus.AWAITING_HUMAN:
@@ -179,7 +188,22 @@ class Console:
         if isinstance(self.index, RunIndex):
             folder = self.runs_dir / thread_id
             return folder if (folder / "events.jsonl").exists() else None
-        return self.index.fetch(thread_id)
+        if self.server:
+            return self.served().folder(thread_id)
+        return self.index.fetch(thread_id)  # type: ignore[union-attr]
+
+    def served(self) -> ServedRuns:
+        """The server's runs (with ``--server``)."""
+        from vnc_use.console.served import ServedRuns
+
+        assert isinstance(self.index, ServedRuns)
+        return self.index
+
+    def files(self, thread_id: str) -> Path:
+        """Where the run's screenshots and video are read from."""
+        if self.server:
+            return self.served().path(thread_id)
+        return self.runs_dir / thread_id
 
     def known(self, thread_id: str) -> bool:
         return self.legs.leg(thread_id) is not None or self.summary(thread_id) is not None
@@ -243,6 +267,22 @@ class _LegWatch:
         if error:
             message["message"] = error
         return message
+
+
+class _Both:
+    """Two watchers of an event stream: the first message of either."""
+
+    def __init__(self, *watches: Callable[[], dict[str, Any] | None]) -> None:
+        self.watches = watches
+
+    def __call__(self) -> dict[str, Any] | None:
+        found = [m for m in (w() for w in self.watches) if m is not None]
+        if not found:
+            return None
+        merged: dict[str, Any] = {}
+        for message in found:
+            merged.update(message)
+        return merged
 
 
 def _error(status: int, message: str) -> JSONResponse:
@@ -337,6 +377,8 @@ class _Routes:
         folder = self.c.folder(thread_id) if s is not None else None
         if folder is not None:
             header, main = render_parts(load_run(folder, self.c.redact), video=ended)
+        elif s is not None and self.c.server:  # a served run whose folder is not here
+            header, main = pages.fleet_parts(s, pages.SERVED_NOTE)
         elif s is not None:  # a fleet's run no worker has started yet
             header, main = pages.fleet_parts(s)
         else:
@@ -375,7 +417,7 @@ class _Routes:
                 parts["verbs"],
                 live=parts["live"],
                 ended=parts["ended"],
-                poll=self.c.fleet is not None,
+                poll=self.c.fleet is not None or self.c.server is not None,
                 yours=parts["yours"],
             )
         )
@@ -392,7 +434,7 @@ class _Routes:
         thread_id, sha = request.path_params["thread_id"], request.path_params["sha"]
         if self.c.summary(thread_id) is None or not _is_sha(sha):
             return _error(404, "no such screenshot")
-        path = self.c.runs_dir / thread_id / "screenshots" / f"{sha}.png"
+        path = self.c.files(thread_id) / "screenshots" / f"{sha}.png"
         if not path.is_file():
             return _error(404, "no such screenshot")
         return FileResponse(path, media_type="image/png")
@@ -401,7 +443,7 @@ class _Routes:
         thread_id, name = request.path_params["thread_id"], request.path_params["name"]
         if self.c.summary(thread_id) is None or not _is_video_name(name):
             return _error(404, "no such video")
-        path = self.c.runs_dir / thread_id / f"{name}.mp4"
+        path = self.c.files(thread_id) / f"{name}.mp4"
         if not path.is_file():
             return _error(404, "no such video")
         return FileResponse(path, media_type="video/mp4")
@@ -428,7 +470,8 @@ class _Routes:
         except (ValueError, UnicodeDecodeError):
             raise BadInput("body", "not JSON: send a JSON object with at least a task") from None
         spec, task = spec_from_body(body, self.c.defaults)
-        thread_id = uuid.uuid4().hex[:12]
+        # a server's thread ids are UUIDs (it refuses others)
+        thread_id = str(uuid.uuid4()) if self.c.server else uuid.uuid4().hex[:12]
         desk = self.c.defaults.desktop(body.get("desktop") if isinstance(body, dict) else None)
         label = desk.name if desk.kind == "label" else None
         self.c.legs.start(spec.to_json(), task, thread_id, label)
@@ -447,12 +490,12 @@ class _Routes:
             return _error(404, f"no run {thread_id!r} here")
         last = request.headers.get("last-event-id") or request.query_params.get("after") or "0"
         after = int(last) if last.isdigit() else 0
-        stream = tail(
-            self.c.runs_dir / thread_id,
-            self.c.redact,
-            after=after,
-            extra=_LegWatch(self.c, thread_id),
-        )
+        extra: Callable[[], dict[str, Any] | None] = _LegWatch(self.c, thread_id)
+        if self.c.server:
+            from vnc_use.console.served import StatusWatch
+
+            extra = _Both(extra, StatusWatch(self.c.served(), thread_id))
+        stream = tail(self.c.files(thread_id), self.c.redact, after=after, extra=extra)
         return StreamingResponse(
             stream,
             media_type="text/event-stream",
@@ -467,10 +510,8 @@ class _Routes:
         s = self.c.summary(thread_id)
         if s is None and self.c.legs.leg(thread_id) is None:
             return _error(404, f"no run {thread_id!r} here")
-        if verb == "takeover":
-            return await self.takeover(request, thread_id)
-        if verb == "handback":
-            return await self.handback(request, thread_id, s)
+        if verb in ("takeover", "handback"):
+            return await self.person_verb(request, verb, thread_id, s)
         reason = None
         if verb == "deny":
             reason = (await _body(request, '{} or {"reason": "..."}')).get("reason")
@@ -486,11 +527,26 @@ class _Routes:
         else:
             self.c.legs.resume(thread_id, recorded)
             message = "resuming"
+        if self.c.server:
+            self.c.served().forget(thread_id)
         return JSONResponse(
             {"thread_id": thread_id, "verb": verb, "message": message},
             status_code=202,
             headers=_NO_STORE,
         )
+
+    async def person_verb(
+        self, request: Request, verb: str, thread_id: str, s: RunSummary | None
+    ) -> Response:
+        """``takeover`` or ``handback`` (not over a server: the CLI's, named in one line)."""
+        if self.c.server:
+            raise Conflict(
+                f"run {thread_id}: {verb} is not offered by a console over a server: use "
+                f"'vnc-use {verb} --server {self.c.server} {thread_id}'"
+            )
+        if verb == "takeover":
+            return await self.takeover(request, thread_id)
+        return await self.handback(request, thread_id, s)
 
     async def takeover(self, request: Request, thread_id: str) -> Response:
         """This browser takes the run over: answered once the run waits for it."""

@@ -8,12 +8,16 @@
     {"verb": "handback", "thread_id": "...", "runs_dir": "...", "person": "...", "note": "..."}
 
 and carries it out through the run's executor
-(:class:`~vnc_use.runs.executor.LocalExecutor`), as ``vnc-use run`` / ``approve`` / ``deny`` /
-``resume`` / ``handback`` do, in its own session: the run goes on (or pauses, checkpointed)
-whether or not the console that started it is still there. SIGINT or SIGTERM stops it at the
-next step boundary (``interrupted``, resumable), as Ctrl-C does ``vnc-use run``. The model's
-key and the desktop's password are read from the environment this process inherited; the
-order holds none (a hand-back's note, which goes to the model, is in it).
+(:class:`~vnc_use.runs.executor.LocalExecutor`; an order that names ``"fleet": URL`` through
+the :class:`~vnc_use.fleet.executor.FleetExecutor`, one that names ``"server": URL`` through
+the :class:`~vnc_use.runs.executor.ServedExecutor`, which follows the server's run), as
+``vnc-use run`` / ``approve`` / ``deny`` / ``resume`` / ``handback`` do, in its own session: the
+run goes on (or pauses, checkpointed) whether or not the console that started it is still
+there. SIGINT or SIGTERM stops it at the next step boundary (``interrupted``, resumable), as
+Ctrl-C does ``vnc-use run`` (a served run is stopped by the console through the served
+executor: the server's cancel). The model's key and the desktop's password are read from the
+environment this process inherited (a served run's: the server's); the order holds none (a
+hand-back's note, which goes to the model, is in it).
 
 Exit codes: 0 the leg ran (its outcome is in the run folder's events), 2 the order could not
 be carried out (one line on stderr, which the console shows).
@@ -70,9 +74,36 @@ def _on_fleet(order: dict[str, Any]) -> None:
         raise ConfigError(f"unknown verb {verb!r}")
 
 
+def _on_server(order: dict[str, Any]) -> None:
+    """The leg of a served run: the served executor runs it on the server and follows it
+    until it ends or pauses (the model's key and the desktop's password are the server's)."""
+    from vnc_use.runs.executor import ServedExecutor
+    from vnc_use.runs.spec import RunSpec
+
+    thread_id = str(order["thread_id"])
+    verb = order["verb"]
+    if verb == "start":
+        spec = RunSpec.from_json(order["spec"])
+        named = {"provider": spec.provider, "model": spec.model}
+        metadata = {k: v for k, v in named.items() if v}  # the console's runs list shows them
+        executor = ServedExecutor(str(order["server"]), metadata=metadata)
+        executor.start(spec, str(order["task"]), thread_id)
+        return
+    executor = ServedExecutor(str(order["server"]))
+    if verb in ("approve", "deny"):
+        executor.answer(thread_id, verb, order.get("reason"))
+    elif verb == "resume":
+        executor.resume(thread_id)
+    else:
+        raise ConfigError(f"unknown verb {verb!r}")
+
+
 def _carry_out(order: dict[str, Any]) -> None:
     if order.get("fleet"):
         _on_fleet(order)
+        return
+    if order.get("server"):
+        _on_server(order)
         return
     from vnc_use.desktops.target import reach
     from vnc_use.runs.executor import LocalExecutor

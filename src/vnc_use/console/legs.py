@@ -78,12 +78,19 @@ class Legs:
     """Starts and tracks the legs of runs under ``runs_dir`` (see the module's doc)."""
 
     def __init__(
-        self, runs_dir: str | Path, python: str = sys.executable, *, fleet: str | None = None
+        self,
+        runs_dir: str | Path,
+        python: str = sys.executable,
+        *,
+        fleet: str | None = None,
+        server: str | None = None,
     ) -> None:
         self.runs_dir = Path(runs_dir)
         self.python = python
         self.fleet = fleet
         """The fleet's database URL: its runs go through the fleet's executor."""
+        self.server = server
+        """A LangGraph Server's URL: its runs go through the served executor."""
         self._legs: dict[str, Leg] = {}
         self._lock = threading.Lock()
 
@@ -206,7 +213,16 @@ class Legs:
     def stop(self, thread_id: str, status: str) -> None:
         """Stop the run at its next step boundary: its leg here is told at once (SIGINT, as
         Ctrl-C); a run going on elsewhere (another console, ``vnc-use run``) through the
-        executor (a stop request in its journal, which its leg watches)."""
+        executor (a stop request in its journal, which its leg watches). A served run: the
+        server's cancel, through the served executor (the leg following it then ends)."""
+        if self.server:
+            from vnc_use.runs.executor import ServedExecutor
+
+            try:
+                ServedExecutor(self.server).stop(thread_id)
+            except ConfigError as exc:
+                raise Conflict(str(exc)) from None
+            return
         with self._lock:
             leg = self._legs.get(thread_id)
             if leg is not None and leg.alive:
@@ -229,7 +245,15 @@ class Legs:
 
     def _state(self, thread_id: str, status: str) -> str:
         """The run's state as the run rules read it (:func:`vnc_use.runs.rules.state_of`),
-        from its recorded status and whether a leg of this console runs it."""
+        from its recorded status and whether a leg of this console runs it; a served run's as
+        the server has it now (the served executor asks)."""
+        if self.server:
+            from vnc_use.runs.executor import ServedExecutor
+
+            try:
+                return ServedExecutor(self.server).state(thread_id)
+            except ConfigError as exc:
+                raise Conflict(str(exc)) from None
         return rules.state_of(
             status,
             waiting=status == RunStatus.AWAITING_APPROVAL and not self.running(thread_id),
@@ -247,6 +271,8 @@ class Legs:
     def _spawn(self, thread_id: str, verb: str, order: dict[str, Any]) -> None:
         if self.fleet:
             order["fleet"] = self.fleet
+        if self.server:
+            order["server"] = self.server
         log_path = self.log_path(thread_id)
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with log_path.open("ab") as log:

@@ -160,9 +160,17 @@ def runs_page(defaults: Defaults, table: str) -> str:
     return layout("vnc-use console", body, page="runs")
 
 
-def fleet_parts(summary: RunSummary) -> tuple[str, str]:
-    """The header and main part of a fleet's run that has recorded nothing yet: its status
-    from the fleet's table."""
+FLEET_NOTE = "No steps yet: no worker has started the run."
+SERVED_NOTE = (
+    "The steps are in the run's folder on the server's machine: this console does not share "
+    "it (run the console with the --runs-dir the server's runs write to)."
+)
+
+
+def fleet_parts(summary: RunSummary, note: str = FLEET_NOTE) -> tuple[str, str]:
+    """The header and main part of a run whose folder is not here (a fleet's run no worker
+    has started yet, a served run's folder on another machine): its status from the fleet's
+    table or the server's thread."""
     status = summary.status
     header = (
         f"<header><h1>vnc-use run <code>{escape(summary.thread_id)}</code></h1>"
@@ -170,9 +178,14 @@ def fleet_parts(summary: RunSummary) -> tuple[str, str]:
         f'<span class="status status-{escape(status)}" data-status="{escape(status)}">'
         f"{escape(_status_text(status))}</span>"
         f'<dl class="facts"><div><dt>Desktop</dt><dd>{escape(_desktop_of(summary))}</dd></div>'
-        f"<div><dt>Steps</dt><dd>{summary.steps}</dd></div></dl></header>"
+        f"<div><dt>Steps</dt><dd>{summary.steps}</dd></div>"
+        f"<div><dt>Cost</dt><dd>{escape(format_cost(summary.cost_usd) if summary.priced else '-')}"
+        "</dd></div></dl>"
+        + (f'<p class="final">{escape(summary.final_text)}</p>' if summary.final_text else "")
+        + (f'<p class="error">{escape(summary.error)}</p>' if summary.error else "")
+        + "</header>"
     )
-    return header, '<div class="note">No steps yet: no worker has started the run.</div>'
+    return header, f'<div class="note">{escape(note)}</div>'
 
 
 def run_page(

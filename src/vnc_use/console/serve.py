@@ -38,6 +38,9 @@ class ConsoleOptions:
     vnc_password_env: str = "VNC_PASSWORD"
     fleet: str | None = None
     """The fleet's database URL: its runs, its workers' labels as the desktops."""
+    server: str | None = None
+    """A LangGraph Server's URL: its threads as the runs; the desktops are the ``--vnc`` and
+    ``--rdp`` ones, which the server connects to (their passwords: the server's variables)."""
 
 
 def desktops_of(options: ConsoleOptions) -> list[ConsoleDesktop]:
@@ -97,6 +100,11 @@ def make_console(options: ConsoleOptions, token: str | None = None) -> Console:
 
         labels = FleetRuns(options.fleet, options.runs_dir).labels()
         desktops = [ConsoleDesktop(label, "label", DesktopTarget()) for label in labels]
+    elif options.server:
+        from vnc_use.console.served import ServedRuns
+
+        ServedRuns(options.server, options.runs_dir).check()  # one line when it is not there
+        desktops = desktops_of(options)
     else:
         desktops = desktops_of(options)
     defaults = Defaults(
@@ -111,6 +119,7 @@ def make_console(options: ConsoleOptions, token: str | None = None) -> Console:
         novnc_dir=novnc,
         live_target=live_target if novnc is not None else None,
         fleet=options.fleet,
+        server=options.server,
     )
 
 

@@ -503,6 +503,14 @@ class ServedExecutor:
             raise ConfigError(f"no run with thread id {tid!r} on {self.url}")
         return served_state(thread, found), values
 
+    def state(self, thread_id: str) -> str:
+        """The run's state as the run rules read it (:func:`served_state`), asked of the
+        server (a door checks a verb with it before it starts a leg that carries it out)."""
+        from vnc_use.runs import remote
+
+        with remote.reaching(self.url):
+            return self._state(thread_id)[0]
+
     def answer(
         self,
         thread_id: str,
@@ -679,5 +687,7 @@ def served_state(thread: Mapping[str, Any], found: Mapping[str, Any]) -> str:
         status,
         waiting=bool(pending),
         under_way=thread.get("status") == "busy",
-        step_left=bool(found.get("next")),
+        # a run cancelled just after a node wrote (its writes kept, the step not committed)
+        # has that task among the state's tasks but not in its next nodes: a resume goes on
+        step_left=bool(found.get("next")) or bool(found.get("tasks")),
     )
