@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import av
 import httpx
 import pytest
 
@@ -208,6 +209,23 @@ def test_take_over_and_hand_back_in_a_fleet_consoles_page(
             person = [e for e in lines if e["event"] == "person_input"]
             assert [e["kind"] for e in person] == ["click"], person
             assert abs(person[0]["x"] - spot[0]) <= 4 and abs(person[0]["y"] - spot[1]) <= 4
+            # the video has the person's part, from the fleet's database (as report --fleet
+            # and another host's leg read it): between the agent's two legs' segments
+            fetched = tmp_path / "fetched"
+            store = RunStore(pg.url)
+            try:
+                store.fetch_run(fetched, thread_id)
+            finally:
+                store.close()
+            segments = json.loads((fetched / thread_id / "video.json").read_text())["segments"]
+            marks = [bool(s.get("person")) for s in segments]
+            assert marks == [False, True, False], segments
+            theirs = segments[1]
+            assert theirs["frames"] > 0, segments
+            assert segments[0]["started"] <= theirs["started"] <= segments[2]["started"]
+            with av.open(str(fetched / thread_id / theirs["file"])) as container:
+                frames = [f for f in container.decode(video=0)]
+            assert frames and frames[0].width == width and frames[0].height == height
         finally:
             if browser is not None:
                 browser.close()
