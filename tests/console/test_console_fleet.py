@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +19,8 @@ import av
 import httpx
 import pytest
 
+from vnc_use.console.fleet import FleetRuns
+from vnc_use.console.holding import FleetEvents
 from vnc_use.fleet.blobs import RunStore
 from vnc_use.testing.gemini_standin import FunctionCallSpec, GeminiStandIn, Reply
 from vnc_use.testing.postgres import PostgresServer
@@ -233,3 +236,42 @@ def test_take_over_and_hand_back_in_a_fleet_consoles_page(
                 console.terminate()
                 console.wait(20)
             worker.stop()
+
+
+def test_a_fleet_runs_person_video_that_cannot_connect_is_told_in_the_fleets_events(
+    pg: PostgresServer, tmp_path: Path
+) -> None:
+    """The console's recording of a fleet run's person's part fetches the run's folder from
+    the fleet's database first; a desktop it cannot connect to is told in the run's events
+    there (not in a folder of the console's), never with the password, and the view goes on."""
+    thread_id = "person-video-unreachable"
+    store = RunStore(pg.url)
+    try:
+        store.put_file(thread_id, "run.json", json.dumps({"thread_id": thread_id}).encode())
+        store.put_event(thread_id, json.dumps({"ts": 1.0, "event": "run_started"}))
+    finally:
+        store.close()
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    runs = FleetRuns(pg.url, tmp_path / "console-runs")
+    events = FleetEvents(pg.url, thread_id)
+    secret = "pw-of-the-desktop-71c3"
+    entered = False
+    try:
+        with runs.person_video(thread_id, f"127.0.0.1::{port}", secret, events):
+            entered = True
+    finally:
+        events.close()
+    assert entered
+    assert (tmp_path / "console-runs" / thread_id / "run.json").exists()  # fetched first
+    store = RunStore(pg.url)
+    try:
+        lines = store.events(thread_id)
+    finally:
+        store.close()
+    failed = [json.loads(line) for line in lines if '"video_failed"' in line]
+    assert len(failed) == 1 and "person's part is not in the video" in failed[0]["message"]
+    assert not any(secret in line for line in lines)
+    local = (tmp_path / "console-runs" / thread_id / "events.jsonl").read_text()
+    assert "video_failed" not in local  # not into the console's copy of the folder

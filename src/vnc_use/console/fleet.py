@@ -26,6 +26,7 @@ from vnc_use.console.index import Page
 from vnc_use.fleet.blobs import EVENTS_NAME, FETCHED, RunStore
 from vnc_use.fleet.db import FleetDb, RunRow
 from vnc_use.fleet.submit import DEFAULT_LABEL, STEP_LEFT, UNDER_WAY
+from vnc_use.record import run_record
 from vnc_use.record.runs import RunSummary, summarize
 from vnc_use.runs import rules
 
@@ -146,7 +147,7 @@ class FleetRuns:
         from vnc_use.runs.takeover import person_video
 
         folder = self.fetch(thread_id, now=True)
-        if folder is None:  # nothing of the run's recorded yet: no video to add to
+        if folder is None or not run_record.path_of(folder).exists():  # no run's record yet
             yield
             return
         store = RunStore(self.url, application_name="vnc-use console")
