@@ -229,6 +229,21 @@ def test_take_over_and_hand_back_in_a_fleet_consoles_page(
             with av.open(str(fetched / thread_id / theirs["file"])) as container:
                 frames = [f for f in container.decode(video=0)]
             assert frames and frames[0].width == width and frames[0].height == height
+            # the console's run page plays it too (its copy of the folder, from the database)
+            with httpx.Client(base_url=base, headers=headers, timeout=60) as http:
+
+                def copied() -> bool:
+                    http.get(f"/runs/{thread_id}/fragment")  # the page's refresh fetches
+                    try:
+                        index = json.loads((mine / thread_id / "video.json").read_text())
+                    except (OSError, ValueError):
+                        return False
+                    return [bool(s.get("person")) for s in index["segments"]] == marks
+
+                wait("the console's copy with the person's part", copied)
+                played = http.get(f"/runs/{thread_id}/{theirs['file']}")
+                assert played.status_code == 200, played.text
+                assert played.content == (fetched / thread_id / theirs["file"]).read_bytes()
         finally:
             if browser is not None:
                 browser.close()
