@@ -9,14 +9,18 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import av
 import httpx
 import pytest
 
+from vnc_use.console.fleet import FleetRuns
+from vnc_use.console.holding import FleetEvents
 from vnc_use.fleet.blobs import RunStore
 from vnc_use.testing.gemini_standin import FunctionCallSpec, GeminiStandIn, Reply
 from vnc_use.testing.postgres import PostgresServer
@@ -208,6 +212,38 @@ def test_take_over_and_hand_back_in_a_fleet_consoles_page(
             person = [e for e in lines if e["event"] == "person_input"]
             assert [e["kind"] for e in person] == ["click"], person
             assert abs(person[0]["x"] - spot[0]) <= 4 and abs(person[0]["y"] - spot[1]) <= 4
+            # the video has the person's part, from the fleet's database (as report --fleet
+            # and another host's leg read it): between the agent's two legs' segments
+            fetched = tmp_path / "fetched"
+            store = RunStore(pg.url)
+            try:
+                store.fetch_run(fetched, thread_id)
+            finally:
+                store.close()
+            segments = json.loads((fetched / thread_id / "video.json").read_text())["segments"]
+            marks = [bool(s.get("person")) for s in segments]
+            assert marks == [False, True, False], segments
+            theirs = segments[1]
+            assert theirs["frames"] > 0, segments
+            assert segments[0]["started"] <= theirs["started"] <= segments[2]["started"]
+            with av.open(str(fetched / thread_id / theirs["file"])) as container:
+                frames = [f for f in container.decode(video=0)]
+            assert frames and frames[0].width == width and frames[0].height == height
+            # the console's run page plays it too (its copy of the folder, from the database)
+            with httpx.Client(base_url=base, headers=headers, timeout=60) as http:
+
+                def copied() -> bool:
+                    http.get(f"/runs/{thread_id}/fragment")  # the page's refresh fetches
+                    try:
+                        index = json.loads((mine / thread_id / "video.json").read_text())
+                    except (OSError, ValueError):
+                        return False
+                    return [bool(s.get("person")) for s in index["segments"]] == marks
+
+                wait("the console's copy with the person's part", copied)
+                played = http.get(f"/runs/{thread_id}/{theirs['file']}")
+                assert played.status_code == 200, played.text
+                assert played.content == (fetched / thread_id / theirs["file"]).read_bytes()
         finally:
             if browser is not None:
                 browser.close()
@@ -215,3 +251,42 @@ def test_take_over_and_hand_back_in_a_fleet_consoles_page(
                 console.terminate()
                 console.wait(20)
             worker.stop()
+
+
+def test_a_fleet_runs_person_video_that_cannot_connect_is_told_in_the_fleets_events(
+    pg: PostgresServer, tmp_path: Path
+) -> None:
+    """The console's recording of a fleet run's person's part fetches the run's folder from
+    the fleet's database first; a desktop it cannot connect to is told in the run's events
+    there (not in a folder of the console's), never with the password, and the view goes on."""
+    thread_id = "person-video-unreachable"
+    store = RunStore(pg.url)
+    try:
+        store.put_file(thread_id, "run.json", json.dumps({"thread_id": thread_id}).encode())
+        store.put_event(thread_id, json.dumps({"ts": 1.0, "event": "run_started"}))
+    finally:
+        store.close()
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    runs = FleetRuns(pg.url, tmp_path / "console-runs")
+    events = FleetEvents(pg.url, thread_id)
+    secret = "pw-of-the-desktop-71c3"
+    entered = False
+    try:
+        with runs.person_video(thread_id, f"127.0.0.1::{port}", secret, events):
+            entered = True
+    finally:
+        events.close()
+    assert entered
+    assert (tmp_path / "console-runs" / thread_id / "run.json").exists()  # fetched first
+    store = RunStore(pg.url)
+    try:
+        lines = store.events(thread_id)
+    finally:
+        store.close()
+    failed = [json.loads(line) for line in lines if '"video_failed"' in line]
+    assert len(failed) == 1 and "person's part is not in the video" in failed[0]["message"]
+    assert not any(secret in line for line in lines)
+    local = (tmp_path / "console-runs" / thread_id / "events.jsonl").read_text()
+    assert "video_failed" not in local  # not into the console's copy of the folder

@@ -629,15 +629,16 @@ class _Routes:
         filming = not others  # one video segment at a time: the first open session's
         others.add(session)
         try:
-            if (
-                target.full_password and filming and sink is None
-            ):  # the person's part of the video, as view does
-                part = person_video(
-                    self.c.runs_dir,
-                    thread_id,
-                    f"{target.host}::{target.port}",
-                    target.full_password,
-                )
+            if target.full_password and filming:  # the person's part of the video, as view does
+                server = f"{target.host}::{target.port}"
+                if sink is not None:  # a fleet run: the segment goes into the fleet's database
+                    from vnc_use.console.fleet import FleetRuns
+
+                    index = self.c.index
+                    assert isinstance(index, FleetRuns)
+                    part = index.person_video(thread_id, server, target.full_password, sink)
+                else:
+                    part = person_video(self.c.runs_dir, thread_id, server, target.full_password)
                 await asyncio.to_thread(video.enter_context, part)
             await relay(websocket, target, session, still_held)
         finally:

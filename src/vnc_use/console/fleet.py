@@ -5,20 +5,33 @@ table, the desktops are its workers' labels, and every verb goes through the
 A run's page is built from its run folder, as locally: the folder a worker on this host writes
 into the console's ``--runs-dir``, or else a copy fetched from the fleet's database (every leg's
 screenshots, events and video, whichever hosts took them), brought up to date as the page asks.
+
+The person's part of a run's video (its holder's interactive live view:
+:meth:`FleetRuns.person_video`) is recorded into that folder, as ``vnc-use view --interactive``
+records it, and stored into the fleet's database as the run's file (the segment's blob and the
+run's ``video.json``), where the worker's next leg, ``report --fleet`` and the run's page find
+it, between the agent's segments.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vnc_use.console.index import Page
 from vnc_use.fleet.blobs import EVENTS_NAME, FETCHED, RunStore
 from vnc_use.fleet.db import FleetDb, RunRow
 from vnc_use.fleet.submit import DEFAULT_LABEL, STEP_LEFT, UNDER_WAY
+from vnc_use.record import run_record
 from vnc_use.record.runs import RunSummary, summarize
 from vnc_use.runs import rules
+
+if TYPE_CHECKING:
+    from vnc_use.runs.takeover import EventSink
 
 __all__ = ["FleetRuns", "state_of"]
 
@@ -98,15 +111,15 @@ class FleetRuns:
     def _has_folder(self, row: RunRow) -> bool:
         return (self.runs_dir / row.thread_id / EVENTS_NAME).exists()
 
-    def fetch(self, thread_id: str) -> Path | None:
+    def fetch(self, thread_id: str, *, now: bool = False) -> Path | None:
         """The run's folder here (None: it has recorded nothing yet): the one a worker on this
         host writes, or a copy from the fleet's database, brought up to date at most every
-        ``fresh_for`` seconds."""
+        ``fresh_for`` seconds (``now``: at once)."""
         folder = self.runs_dir / thread_id
         if (folder / EVENTS_NAME).exists() and not (folder / FETCHED).exists():
             return folder  # a worker on this host writes it
         with self._lock:
-            if time.monotonic() - self._fetched.get(thread_id, -1e9) >= self.fresh_for:
+            if now or time.monotonic() - self._fetched.get(thread_id, -1e9) >= self.fresh_for:
                 db = self._db()
                 try:
                     store = RunStore(self.url, conn=db.conn)
@@ -119,6 +132,33 @@ class FleetRuns:
                     db.close()
                 self._fetched[thread_id] = time.monotonic()
         return folder if (folder / EVENTS_NAME).exists() else None
+
+    @contextlib.contextmanager
+    def person_video(
+        self, thread_id: str, server: str, password: str, events: EventSink
+    ) -> Iterator[None]:
+        """Record the person's part of the run's video while the block runs (the holder's
+        interactive live view of ``server``), into the run's folder here brought up to date
+        first (so the segment comes after the agent's), as
+        :func:`~vnc_use.runs.takeover.person_video` does; the segment reaches the fleet's
+        database as it grows, and whole with the run's ``video.json`` when the block ends
+        (before a hand-back's next leg starts, which fetches it). ``events``: the run's
+        events in the fleet's database (a desktop that cannot be recorded is told there)."""
+        from vnc_use.runs.takeover import person_video
+
+        folder = self.fetch(thread_id, now=True)
+        if folder is None or not run_record.path_of(folder).exists():  # no run's record yet
+            yield
+            return
+        store = RunStore(self.url, application_name="vnc-use console")
+        try:
+            with (
+                store.streaming_video(folder, thread_id),
+                person_video(self.runs_dir, thread_id, server, password, events=events),
+            ):
+                yield
+        finally:
+            store.close()
 
     def row(self, thread_id: str) -> RunRow | None:
         db = self._db()

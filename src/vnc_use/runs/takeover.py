@@ -266,10 +266,18 @@ class PersonRecorder:
 
 
 @contextlib.contextmanager
-def person_video(runs_dir: Path, thread_id: str, server: str, password: str) -> Iterator[None]:
+def person_video(
+    runs_dir: Path,
+    thread_id: str,
+    server: str,
+    password: str,
+    *,
+    events: EventSink | None = None,
+) -> Iterator[None]:
     """Record the person's part into the run's video (a segment marked ``person``) while the
     block runs, when the run records video; a desktop that cannot be recorded is told in the
-    run's events and the block goes on."""
+    run's events (``events``: where they go instead of the run's folder here, as for
+    :class:`PersonRecorder`) and the block goes on."""
     from vnc_use.desktops.vnc import VNCController
     from vnc_use.errors import VncError
     from vnc_use.record.video import DEFAULT_VIDEO_FPS, record_desktop, stop_recording
@@ -283,8 +291,8 @@ def person_video(runs_dir: Path, thread_id: str, server: str, password: str) -> 
         controller = VNCController(timeout=10.0, connect_timeout=10.0).connect(server, password)
     except VncError as exc:
         log.info("the person's part is not recorded: %s", exc)
-        folder = run_folder(runs_dir, thread_id, [password])
-        folder.event("video_failed", message=f"the person's part is not in the video: {exc}")
+        sink: EventSink = events or run_folder(runs_dir, thread_id, [password])
+        sink.event("video_failed", message=f"the person's part is not in the video: {exc}")
         yield
         return
     recorder = record_desktop(controller, runs_dir / thread_id, fps, person=True)
