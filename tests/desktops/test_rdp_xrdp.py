@@ -129,6 +129,34 @@ def test_four_steps_on_xrdp_type_exactly_without_caps_lock(
     assert run.alive_children() == [] and not run.leaks
 
 
+def test_caps_lock_locked_in_the_session_mid_run_does_not_change_what_is_typed(
+    desk: XrdpDesktop, gemini: GeminiStandIn, tmp_path: Path
+) -> None:
+    """Caps Lock locked inside the session after the bridge connected (a person at the
+    desktop, a takeover, or xorgxrdp applying two synchronize events at once, which left it on
+    in a loaded full run): the next typing first has FreeRDP send the bridge's lock state again
+    (Caps Lock off), so the text arrives exactly, twice."""
+    desk.server.set_caps_lock(False)
+    size, entry = desk.size, desk.entry_center
+    typed = MIXED + " Hello"
+
+    def script(body: Any, index: int) -> Reply:
+        if index in (1, 2):  # the bridge is connected: lock Caps Lock in the session first
+            desk.server.set_caps_lock(True)
+        if index == 0:
+            return Reply.calls(call_at("click_at", desk.canvas_point(), size))
+        if index in (1, 2):
+            return Reply.calls(call_at("type_text_at", entry, size, text=typed, press_enter=True))
+        return Reply.text("Typed it twice.")
+
+    gemini.script(script)
+    args = _user_args(desk, tmp_path, "--rdp-allow-unverified-login", "--thread-id", "caps")
+    run = Watched([*args, "--task", "Type twice"], desk.env(tmp_path, desk.server.password), None)
+    assert run.returncode == 0, run.stdout + run.stderr
+    submits = [e["text"] for e in desk.log.events("submit")]
+    assert submits[-2:] == [typed, typed], submits
+
+
 def test_credentials_for_xrdp_are_refused_before_connecting(
     desk: XrdpDesktop, gemini: GeminiStandIn, tmp_path: Path
 ) -> None:

@@ -132,6 +132,12 @@ class KeyboardLimits:
     """Send keys as scancodes with Shift held, never a lock key (no Caps Lock toggle)."""
     paster: TextPaster | None = None
     """Pastes text the keyboard cannot type (``--rdp-paste-text``); None: such text is refused."""
+    resync: Callable[[], object] | None = None
+    """Called before typing: makes the remote lock state the bridge's again (Caps Lock off).
+    xorgxrdp applies a synchronize event by pressing Caps Lock when the state differs, and two
+    synchronize events close together (xrdp's own when the session attaches, FreeRDP's at
+    connect) can both see the old state and toggle it twice: Caps Lock stayed on and a
+    loaded machine typed ``aBC`` as ``Abc``. A person may also lock it during a takeover."""
 
     def typeable(self, text: str) -> bool:
         """Whether every character of ``text`` can be typed."""

@@ -45,6 +45,7 @@ from vnc_use.desktops.keyboard import RDP_KEYBOARD, KeyboardLimits
 from vnc_use.desktops.rdp_clipboard import ClipboardPaster
 from vnc_use.desktops.rdp_probe import RdpProbe, RdpUnreachableError, colon_hex, probe_server
 from vnc_use.desktops.service import Service
+from vnc_use.desktops.xkeymap import refocus_keyboard
 from vnc_use.desktops.xserver import (
     XvncError,
     display_free,
@@ -282,8 +283,9 @@ def _programs(paste_text: bool = False) -> dict[str, str]:
 
 def bridge_keyboard(paste_text: bool, display: str, log_path: Path) -> KeyboardLimits:
     """The keyboard of a bridge on X display ``display`` (its FreeRDP log: ``log_path``)."""
+    resync = functools.partial(refocus_keyboard, display)
     if not paste_text:
-        return RDP_KEYBOARD
+        return dataclasses.replace(RDP_KEYBOARD, resync=resync)
     xclip = shutil.which("xclip")
     if xclip is None:
         raise ConfigError(
@@ -292,7 +294,7 @@ def bridge_keyboard(paste_text: bool, display: str, log_path: Path) -> KeyboardL
     env = config.child_environment(_ENV_KEEP, prefixes=("LC_",))
     env["DISPLAY"] = display
     paster = ClipboardPaster(xclip, env, log_path)
-    return dataclasses.replace(RDP_KEYBOARD, paster=paster)
+    return dataclasses.replace(RDP_KEYBOARD, paster=paster, resync=resync)
 
 
 class RdpBridge(Service):

@@ -51,6 +51,7 @@ __all__ = [
     "case_pair",
     "needs_key",
     "plan_rounds",
+    "refocus_keyboard",
     "xvnc_display",
 ]
 
@@ -179,6 +180,17 @@ class _X:
                     ctypes.c_int,
                 ]
                 lib.XFree.argtypes = [ctypes.c_void_p]
+                lib.XGetInputFocus.argtypes = [
+                    ctypes.c_void_p,
+                    ctypes.POINTER(ctypes.c_ulong),
+                    ctypes.POINTER(ctypes.c_int),
+                ]
+                lib.XSetInputFocus.argtypes = [
+                    ctypes.c_void_p,
+                    ctypes.c_ulong,
+                    ctypes.c_int,
+                    ctypes.c_ulong,
+                ]
                 handler_type = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
 
                 def on_error(_display: int, event: int) -> int:
@@ -190,6 +202,32 @@ class _X:
                 lib.XSetErrorHandler(cls._handler)
                 cls._lib = lib
             return cls._lib
+
+
+def refocus_keyboard(display: str) -> bool:
+    """Take the keyboard focus of X display ``display`` away and give it back, so the window
+    that had it gets FocusOut then FocusIn; False when the display cannot be opened.
+
+    On an RDP bridge's display this makes ``xfreerdp`` send a *synchronize* event with the
+    bridge's lock state (Caps Lock off) again (``xf_keyboard_focus_in``): see
+    :attr:`vnc_use.desktops.keyboard.KeyboardLimits.resync`.
+    """
+    lib = _X.lib()
+    if lib is None:
+        return False
+    dpy = lib.XOpenDisplay(display.encode())
+    if not dpy:
+        return False
+    try:
+        window, revert = ctypes.c_ulong(), ctypes.c_int()
+        lib.XGetInputFocus(dpy, ctypes.byref(window), ctypes.byref(revert))
+        lib.XSetInputFocus(dpy, 0, 0, 0)  # None, RevertToNone, CurrentTime
+        lib.XSync(dpy, 0)
+        lib.XSetInputFocus(dpy, window.value, revert.value, 0)  # back where it was
+        lib.XSync(dpy, 0)
+    finally:
+        lib.XCloseDisplay(dpy)
+    return True
 
 
 @dataclass

@@ -645,6 +645,8 @@ class VNCController:
     ) -> None:
         """Type ``text`` as US-key scancodes with Shift held where needed, never a lock key
         (see :mod:`vnc_use.desktops.keyboard`)."""
+        if limits.resync is not None:  # the remote lock state: the bridge's (Caps Lock off)
+            limits.resync()
         events: list[KeyEvent] = []
         if clear_first:
             events += combo_scancode_events(["ctrl", "a"]) or []
