@@ -29,7 +29,7 @@ from vnc_use.testing.gemini_standin import FunctionCallSpec, GeminiStandIn, Repl
 
 from chromium import Browser, Page
 from cli_tools import CLI, run_cli
-from console_page import fill, press, value_of, wait, wait_status
+from console_page import fill, live_socket, press, value_of, wait, wait_status
 from desktop_fixtures import Probe
 from gemini_fixtures import DUMMY_API_KEY
 
@@ -387,33 +387,16 @@ def test_the_live_view_is_view_only_and_never_sees_a_password(console: ConsoleUn
     runs = [p.name for p in console.runs.iterdir() if (p / "run.json").exists()]
     assert runs
     probe.log.clear()
-    ws_url = console.base.replace("http://", "ws://") + f"/runs/{runs[0]}/websockify"
     headers = {"Authorization": f"Bearer {TOKEN}"}
-    got = b""
-
-    def read(ws: Any, n: int) -> bytes:
-        nonlocal got
-        while len(got) < n:
-            got += ws.recv(timeout=10)
-        out, got = got[:n], got[n:]
-        return bytes(out)
-
-    with connect(ws_url, additional_headers=headers, open_timeout=10, max_size=None) as ws:
-        assert read(ws, 12) == b"RFB 003.008\n"
-        ws.send(b"RFB 003.008\n")
-        assert read(ws, 2) == bytes([1, 1])  # one security type: None
-        ws.send(bytes([1]))
-        assert read(ws, 4) == b"\0\0\0\0"
-        ws.send(bytes([1]))  # ClientInit, shared
-        width, height = struct.unpack(">HH", read(ws, 4))
-        assert (width, height) == probe.size
-        rest = read(ws, 16 + 4)
-        read(ws, struct.unpack(">I", rest[16:20])[0])  # the desktop's name
+    with live_socket(console.base, runs[0], headers) as live:
+        ws = live.ws
+        assert live.size == probe.size
+        width, height = live.size
         x, y = probe.canvas_point()
         ws.send(struct.pack(">BBHH", 5, 1, x, y) + struct.pack(">BBHH", 5, 0, x, y))
         ws.send(struct.pack(">BBxxI", 4, 1, 0x61) + struct.pack(">BBxxI", 4, 0, 0x61))
         ws.send(struct.pack(">BBHHHH", 3, 0, 0, 0, width, height))
-        assert read(ws, 1) == b"\0"  # a FramebufferUpdate: the stream goes on
+        assert live.read(1) == b"\0"  # a FramebufferUpdate: the stream goes on
         every = ws.recv(timeout=5)
         assert every
     time.sleep(1)  # the probe logs what reached it within a few ms; nothing may have

@@ -24,18 +24,26 @@ from typing import Any
 
 import httpx
 import pytest
-from websockets.sync.client import connect
 
 from tests.console.test_console import TOKEN, console_env, start_console
 from vnc_use.store.holds import DesktopHolds
 from vnc_use.store.journal import SqliteJournalStore
 from vnc_use.store.lease import desktop_key
-from vnc_use.testing.gemini_checks import normalize_contents
 from vnc_use.testing.gemini_standin import FunctionCallSpec, GeminiStandIn, Reply
 
 from chromium import Browser, Page
-from console_page import click_desktop, fill, press, type_keys, wait, wait_live, wait_status
+from console_page import (
+    click_desktop,
+    fill,
+    live_socket,
+    press,
+    type_keys,
+    wait,
+    wait_live,
+    wait_status,
+)
 from desktop_fixtures import Probe
+from takeover_tools import clicked, six_targets, user_texts
 
 pytestmark = pytest.mark.desktop
 
@@ -67,22 +75,6 @@ def setup(probe: Probe, tmp_path: Path) -> Iterator[Setup]:
             process.wait(20)
 
 
-def _targets(probe: Probe) -> list[tuple[int, int]]:
-    """Six points on the plain canvas, in a row below the middle."""
-    w, h = probe.size
-    return [(w * (i + 2) // 10, h * 3 // 4) for i in range(6)]
-
-
-def _clicked(body: Any) -> int:
-    """How many of the model's clicks ran (function responses without an error)."""
-    return sum(
-        1
-        for content in normalize_contents(body)
-        for part in content["parts"]
-        if "functionResponse" in part and "error" not in part["functionResponse"]["response"]
-    )
-
-
 NEAR = 4
 """Pixels a click through the page may be off: the page shows the desktop scaled down (one
 CSS pixel is about two of the desktop's)."""
@@ -96,37 +88,12 @@ def _presses_at(probe: Probe, point: tuple[int, int], near: int = 2) -> int:
     )
 
 
-def _user_texts(body: Any) -> str:
-    return " ".join(
-        str(part.get("text", ""))
-        for content in normalize_contents(body)
-        if content["role"] == "user"
-        for part in content["parts"]
-    )
-
-
 def _raw_input(setup: Setup, thread_id: str, point: tuple[int, int], holder_id: str) -> None:
     """A live view asked for with input (``?input=1``) by a client that does not hold the
     run: its pointer and key messages are sent, and must be dropped by the console."""
-    url = setup.base.replace("http://", "ws://") + f"/runs/{thread_id}/websockify?input=1"
     headers = {"Authorization": f"Bearer {TOKEN}", "Cookie": f"vnc_use_holder={holder_id}"}
-    got = b""
-
-    def read(ws: Any, n: int) -> bytes:
-        nonlocal got
-        while len(got) < n:
-            got += ws.recv(timeout=10)
-        out, got = got[:n], got[n:]
-        return bytes(out)
-
-    with connect(url, additional_headers=headers, open_timeout=10, max_size=None) as ws:
-        assert read(ws, 12) == b"RFB 003.008\n"
-        ws.send(b"RFB 003.008\n")
-        assert read(ws, 2) == bytes([1, 1])
-        ws.send(bytes([1]))
-        assert read(ws, 4) == b"\0\0\0\0"
-        ws.send(bytes([1]))
-        read(ws, 24)
+    with live_socket(setup.base, thread_id, headers, "?input=1") as live:
+        ws = live.ws
         x, y = point
         ws.send(struct.pack(">BBHH", 5, 1, x, y) + struct.pack(">BBHH", 5, 0, x, y))
         ws.send(struct.pack(">BBxxI", 4, 1, 0x61) + struct.pack(">BBxxI", 4, 0, 0x61))
@@ -143,14 +110,14 @@ def test_take_over_in_the_page_the_live_view_takes_input_and_hand_back_goes_on(
 ) -> None:
     probe, api = setup.probe, setup.api
     w, h = probe.size
-    targets = _targets(probe)
+    targets = six_targets(probe)
     holds = DesktopHolds(
         SqliteJournalStore(setup.runs / "vnc-use.sqlite"), desktop_key(probe.desktop.server)
     )
     tid: list[str] = []
 
     def script(body: Any, index: int) -> Reply:
-        done = _clicked(body)
+        done = clicked(body)
         if index == 2:  # the model thinks about click 3 until the takeover is on its way
             deadline = time.monotonic() + 60
             while not (tid and holds.held_for(tid[0])) and time.monotonic() < deadline:
@@ -249,7 +216,7 @@ def test_take_over_in_the_page_the_live_view_takes_input_and_hand_back_goes_on(
     wait_status(page, "done", timeout=120)
 
     first_after = api.requests[requests]
-    said = _user_texts(first_after.body)
+    said = user_texts(first_after.body)
     assert "A person took control of the desktop" in said and NOTE in said, said
     assert "not mine" not in said
     assert [_presses_at(probe, t) for t in targets] == [1] * 6  # each remaining click once

@@ -26,13 +26,13 @@ from typing import Any
 import pytest
 
 from vnc_use.store.storage import open_storage
-from vnc_use.testing.gemini_checks import normalize_contents
 from vnc_use.testing.gemini_standin import FunctionCallSpec, GeminiStandIn, Reply
 from vnc_use.testing.postgres import PostgresServer
 
 from cli_tools import CLI, run_cli
 from desktop_fixtures import Probe
 from fleet_tools import PASSWORD, WorkerProcess, fleet_status, presses, probe_desktops
+from takeover_tools import clicked, user_texts
 
 pytestmark = pytest.mark.desktop
 
@@ -54,26 +54,6 @@ def probes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Probe]]:
         yield found
 
 
-def _clicked(body: Any) -> int:
-    """How many of the model's clicks ran (function responses without an error: a call the
-    takeover kept from running is answered with one)."""
-    return sum(
-        1
-        for content in normalize_contents(body)
-        for part in content["parts"]
-        if "functionResponse" in part and "error" not in part["functionResponse"]["response"]
-    )
-
-
-def _user_texts(body: Any) -> str:
-    return " ".join(
-        str(part.get("text", ""))
-        for content in normalize_contents(body)
-        if content["role"] == "user"
-        for part in content["parts"]
-    )
-
-
 def _rows(url: str, env: dict[str, str]) -> dict[str, str]:
     listed = run_cli(["runs", "--fleet", url, "--json"], env=env)
     assert listed.returncode == 0, listed.stdout + listed.stderr
@@ -89,7 +69,7 @@ def test_a_fleet_run_is_taken_over_and_handed_back(
         holds = open_storage(pg.url, nowhere).holds(server)
 
     def script(body: dict[str, Any], index: int) -> Reply:
-        done = _clicked(body)
+        done = clicked(body)
         if done == 2:  # the model thinks about click 3 until the takeover is on its way
             deadline = time.monotonic() + 60
             while holds.held_for(tid) is None and time.monotonic() < deadline:
@@ -165,7 +145,7 @@ def test_a_fleet_run_is_taken_over_and_handed_back(
             submitter.communicate()
         worker.stop()
 
-    said = _user_texts(gemini.requests[requests].body)
+    said = user_texts(gemini.requests[requests].body)
     assert "A person took control of the desktop" in said and NOTE in said
     assert gemini.requests[requests].image_parts(), "no fresh screenshot after the hand-back"
     assert [presses(probes, t) for t in TARGETS] == [1] * 6  # each remaining click once

@@ -32,33 +32,17 @@ from vnc_use.desktops.vnc import VNCController
 from vnc_use.store.holds import DesktopHolds
 from vnc_use.store.journal import SqliteJournalStore
 from vnc_use.store.lease import desktop_key
-from vnc_use.testing.gemini_checks import normalize_contents
 from vnc_use.testing.gemini_standin import FunctionCallSpec, GeminiStandIn, Reply
 
 from cli_tools import CLI, run_cli
 from desktop_fixtures import Probe
+from takeover_tools import clicked, six_targets, user_texts
 
 pytestmark = pytest.mark.desktop
 
 TYPED = "hello from a person"
 NOTE = "I typed the greeting into the field"
 LATENCY = 1.0
-
-
-def _targets(probe: Probe) -> list[tuple[int, int]]:
-    """Six points on the plain canvas, in a row below the middle."""
-    w, h = probe.size
-    return [(w * (i + 2) // 10, h * 3 // 4) for i in range(6)]
-
-
-def _clicked(body: Any) -> int:
-    """How many of the model's clicks ran (function responses without an error)."""
-    return sum(
-        1
-        for content in normalize_contents(body)
-        for part in content["parts"]
-        if "functionResponse" in part and "error" not in part["functionResponse"]["response"]
-    )
 
 
 def _presses_at(probe: Probe, point: tuple[int, int]) -> int:
@@ -77,15 +61,6 @@ def _differing(a: Image.Image, b: Image.Image) -> int:
     """Pixels that differ between two crops of the same size."""
     diff = ImageChops.difference(a, b).convert("L")
     return int(diff.point(lambda v: 255 if v > 40 else 0).histogram()[255])
-
-
-def _user_texts(body: Any) -> str:
-    return " ".join(
-        str(part.get("text", ""))
-        for content in normalize_contents(body)
-        if content["role"] == "user"
-        for part in content["parts"]
-    )
 
 
 @contextlib.contextmanager
@@ -121,14 +96,14 @@ def test_takeover_pauses_the_run_and_handback_goes_on(
     probe: Probe, gemini: GeminiStandIn, tmp_path: Path
 ) -> None:
     w, h = probe.size
-    targets = _targets(probe)
+    targets = six_targets(probe)
 
     holds = DesktopHolds(
         SqliteJournalStore(tmp_path / "vnc-use.sqlite"), desktop_key(probe.desktop.server)
     )
 
     def script(body: Any, index: int) -> Reply:
-        done = _clicked(body)
+        done = clicked(body)
         if index == 2:  # the model thinks about click 3 until the takeover is on its way
             deadline = time.monotonic() + 60
             while holds.held_for(tid) is None and time.monotonic() < deadline:
@@ -217,7 +192,7 @@ def test_takeover_pauses_the_run_and_handback_goes_on(
     assert "status: done" in back.stdout
 
     first_after = gemini.requests[requests]
-    said = _user_texts(first_after.body)
+    said = user_texts(first_after.body)
     assert "A person took control of the desktop" in said and NOTE in said
     assert "2 clicks" in said
     shown = first_after.image_parts()[-1]  # the fresh screenshot, with what the person typed

@@ -3,16 +3,23 @@ their accessible names (the Chromium accessibility tree), a run's status read fr
 
 from __future__ import annotations
 
+import contextlib
 import json
+import struct
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
+
+from websockets.sync.client import ClientConnection, connect
 
 from chromium import Page
 
 __all__ = [
+    "LiveSocket",
     "click_desktop",
     "fill",
+    "live_socket",
     "on_canvas",
     "press",
     "status_of",
@@ -151,3 +158,41 @@ def type_keys(page: Page, text: str, clear_first: bool = False) -> None:
             _key(page, " ", "Space", 32, " ")
         else:
             _key(page, ch, f"Key{ch.upper()}", ord(ch.upper()), ch)
+
+
+@dataclass
+class LiveSocket:
+    """A run's live view (``/runs/{id}/websockify``) spoken to as a raw RFB client: past the
+    handshake (no security, shared), with the desktop's size from the server's init."""
+
+    ws: ClientConnection
+    size: tuple[int, int] = (0, 0)
+    _got: bytes = field(default=b"", repr=False)
+
+    def read(self, n: int) -> bytes:
+        """Exactly ``n`` bytes of the stream."""
+        while len(self._got) < n:
+            self._got += self.ws.recv(timeout=10)  # type: ignore[operator]
+        out, self._got = self._got[:n], self._got[n:]
+        return bytes(out)
+
+
+@contextlib.contextmanager
+def live_socket(
+    base: str, thread_id: str, headers: dict[str, str], query: str = ""
+) -> Iterator[LiveSocket]:
+    """The console's live view of ``thread_id`` as a raw RFB client (see :class:`LiveSocket`)."""
+    url = base.replace("http://", "ws://") + f"/runs/{thread_id}/websockify{query}"
+    with connect(url, additional_headers=headers, open_timeout=10, max_size=None) as ws:
+        live = LiveSocket(ws)
+        assert live.read(12) == b"RFB 003.008\n"
+        ws.send(b"RFB 003.008\n")
+        assert live.read(2) == bytes([1, 1])  # one security type: None
+        ws.send(bytes([1]))
+        assert live.read(4) == b"\0\0\0\0"
+        ws.send(bytes([1]))  # ClientInit, shared
+        width, height = struct.unpack(">HH", live.read(4))
+        rest = live.read(16 + 4)
+        live.read(struct.unpack(">I", rest[16:20])[0])  # the desktop's name
+        live.size = (width, height)
+        yield live
