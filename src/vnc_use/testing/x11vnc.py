@@ -95,7 +95,6 @@ class X11vncDesktop(TestDesktop):
             "-noipv6",
             "-forever",
             "-shared",
-            "-threads",  # the notes: avoids x11vnc's stalls of the first input after idling
             *auth,
             *self.extra_args,
         ]
