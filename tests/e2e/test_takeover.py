@@ -40,7 +40,9 @@ from takeover_tools import clicked, six_targets, user_texts
 
 pytestmark = pytest.mark.desktop
 
-TYPED = "hello from a person"
+TYPED = "typed at the desk by a person"
+"""Not the console takeover test's text: both type into a worker's session probe, and the
+screenshots below can tell the person's typing apart only from text the entry did not hold."""
 NOTE = "I typed the greeting into the field"
 LATENCY = 1.0
 
