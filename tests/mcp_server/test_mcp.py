@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import base64
+import contextlib
 import io
 import json
 import os
@@ -19,6 +20,7 @@ import shlex
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -483,6 +485,74 @@ def test_a_dead_desktop_is_a_one_line_tool_error(tmp_path: Path) -> None:
         assert len((await c.list_tools()).tools) == len(TOOLS)
 
     session_over_stdio("127.0.0.1::1", tmp_path, None, body)
+
+
+@pytest.mark.desktop
+def test_sigterm_while_requests_flow_stops_the_stdio_server_cleanly(
+    desktop: TestDesktop, tmp_path: Path
+) -> None:
+    """A host stops its server with SIGTERM while its client keeps stdin open and requests are
+    flowing: the server ends at once with exit 0, no traceback, no asyncio error on the way
+    out, and the session closed (``run_ended`` last). Before, the stop was a
+    ``KeyboardInterrupt`` raised wherever the event loop was: 7 of 12 such stops ended with a
+    traceback, asyncio errors or a process that never exited."""
+    hello = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "a host", "version": "1"},
+        },
+    }
+    shot = {"name": "screenshot", "arguments": {}}
+    messages = [hello, {"jsonrpc": "2.0", "method": "notifications/initialized"}]
+    messages += [{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": shot}]
+    messages += [{"jsonrpc": "2.0", "id": n, "method": "ping"} for n in range(2, 3000)]
+    flood = b"".join(json.dumps(m).encode() + b"\n" for m in messages)
+    answered, sessions = 0, 0
+    for i in range(8):  # the signal lands at different moments of the traffic
+        runs = tmp_path / f"runs{i}"
+        proc = subprocess.Popen(
+            [*CLI, "mcp", "--vnc", desktop.server, "--runs-dir", str(runs)],
+            env=_env(desktop),
+            stdin=subprocess.PIPE,  # kept open: only the signal ends the server
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        replies: list[bytes] = []
+        try:
+            assert b"over stdio" in proc.stderr.readline()
+            stdin, stdout = proc.stdin, proc.stdout
+            writer = threading.Thread(target=_write_quietly, args=(stdin, flood), daemon=True)
+            reader = threading.Thread(target=replies.extend, args=(stdout,), daemon=True)
+            writer.start()
+            reader.start()
+            time.sleep(0.05 * i)
+            proc.terminate()
+            code = proc.wait(timeout=30)
+            err = proc.stderr.read().decode()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        assert code == 0 and "Traceback" not in err and "ERROR" not in err, (i, code, err)
+        reader.join(timeout=10)
+        answered += len(replies)
+        for session in runs.glob("mcp-*"):  # a session's folder starts with its first tool
+            last = (session / "events.jsonl").read_text().splitlines()[-1]
+            assert json.loads(last)["event"] == "run_ended", last
+            sessions += 1
+    assert answered > 0 and sessions > 0  # the requests did reach the servers
+
+
+def _write_quietly(pipe: Any, data: bytes) -> None:
+    """Write ``data`` down ``pipe``; a server that stopped reading ends the write."""
+    with contextlib.suppress(OSError, ValueError):
+        pipe.write(data)
+        pipe.flush()
 
 
 def test_mcp_usage_errors_are_one_line() -> None:

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import argparse
 import secrets
-import signal
 import sys
+import threading
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 from vnc_use import config
-from vnc_use.cli.common import EXIT_DONE, add_runs_dir, add_video_options
+from vnc_use.cli.common import EXIT_DONE, add_runs_dir, add_video_options, stop_on_signals
 from vnc_use.cli.options import (
     add_budget_options,
     add_connection_options,
@@ -103,20 +102,30 @@ def command(args: argparse.Namespace) -> int:
 
     thread_id = new_session_id()
     log_path = Path(args.runs_dir) / thread_id / "freerdp.log"
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)  # a host stopping the server
+    # the first SIGTERM (a host stopping the server) or Ctrl-C asks for a stop, which the
+    # server takes between requests; a KeyboardInterrupt raised at whatever the event loop is
+    # doing lands inside the SDK's and anyio's bookkeeping (tracebacks, hung exits)
+    stop = threading.Event()
     try:
-        with reach(spec.desktop, log_path=log_path) as reached:
+        with (
+            stop_on_signals(stop.set, "closing the session and stopping the server"),
+            reach(spec.desktop, log_path=log_path) as reached,
+        ):
             _announce(reached)
-            _serve(args, mcp_server, reached, thread_id, spec)
-    except KeyboardInterrupt:
+            if not stop.is_set():
+                _serve(args, mcp_server, reached, thread_id, spec, stop)
+    except KeyboardInterrupt:  # a second signal: at once
         pass
-    finally:
-        signal.signal(signal.SIGTERM, previous)
     return EXIT_DONE
 
 
 def _serve(
-    args: argparse.Namespace, mcp_server: Any, target: Any, thread_id: str, spec: Any
+    args: argparse.Namespace,
+    mcp_server: Any,
+    target: Any,
+    thread_id: str,
+    spec: Any,
+    stop: threading.Event,
 ) -> None:
     from vnc_use.mcp_server.session import DesktopSession
 
@@ -138,17 +147,13 @@ def _serve(
                 file=sys.stderr,
                 flush=True,
             )
-            mcp_server.run(lambda: mcp_server.serve_stdio(server))
+            mcp_server.run(lambda: mcp_server.serve_stdio(server, stop))
         else:
             _serve_http(args, mcp_server, server, session)
     except KeyboardInterrupt:
         pass
     finally:
         session.close()
-
-
-def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt
 
 
 def _serve_http(args: argparse.Namespace, mcp_server: Any, server: Any, session: Any) -> None:

@@ -23,6 +23,7 @@ import hmac
 import inspect
 import json
 import socket
+import threading
 import typing
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal
@@ -34,6 +35,7 @@ from mcp.server.elicitation import render_elicitation_schema
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.tools import Tool
+from mcp.server.stdio import stdio_server
 from mcp.types import (
     CallToolResult,
     ElicitRequest,
@@ -55,6 +57,7 @@ from vnc_use.mcp_server.runs import (
     tool_settings,
 )
 from vnc_use.mcp_server.session import DesktopSession, Shot, ToolInputError
+from vnc_use.mcp_server.stdin import claimed_stdin
 from vnc_use.runs.spec import RunSpec
 from vnc_use.setting import Setting, default_text
 from vnc_use.status import RunStatus
@@ -71,6 +74,9 @@ INSTRUCTIONS = (
     "settled screenshot. To hand a whole task to vnc-use's own agent instead, call run_task; "
     "a run may wait for a person's approval (approve_run / deny_run)."
 )
+
+_STOP_POLL = 0.05
+"""How often (seconds) the stdio server looks whether it was asked to stop."""
 
 X = Annotated[int, Field(description="pixels from the left edge of the last screenshot")]
 Y = Annotated[int, Field(description="pixels from the top edge of the last screenshot")]
@@ -430,9 +436,25 @@ def build_server(session: DesktopSession) -> MCPServer:
     )
 
 
-async def serve_stdio(server: MCPServer) -> None:
-    """Serve on stdin/stdout until the client closes them."""
-    await server.run_stdio_async()
+async def serve_stdio(server: MCPServer, stop: threading.Event) -> None:
+    """Serve on stdin/stdout until the client closes stdin or ``stop`` is set (the CLI sets it
+    on SIGTERM or Ctrl-C): the serving then ends as if stdin had closed, the tool call under
+    way finishing first, and the caller closes the session. stdin is read by the event loop
+    (:mod:`vnc_use.mcp_server.stdin`), so a stop is never stuck behind a thread waiting for
+    the client's next line."""
+    lowlevel = server._lowlevel_server  # run_stdio_async() takes no stdin of ours
+    with claimed_stdin() as stdin:
+        async with anyio.create_task_group() as tasks:
+
+            async def end_when_stopped() -> None:
+                while not stop.is_set():
+                    await anyio.sleep(_STOP_POLL)
+                tasks.cancel_scope.cancel()
+
+            tasks.start_soon(end_when_stopped)
+            async with stdio_server(stdin=typing.cast(Any, stdin)) as (read, write):
+                await lowlevel.run(read, write, lowlevel.create_initialization_options())
+            tasks.cancel_scope.cancel()
 
 
 class BearerAuth:
@@ -486,5 +508,25 @@ async def serve_http(server: MCPServer, sock: socket.socket, token: str) -> None
 
 
 def run(coro: Callable[[], Any]) -> None:
-    """Run an async serve function to its end."""
-    anyio.run(coro)
+    """Run an async serve function to its end.
+
+    A ``KeyboardInterrupt`` raised inside the event loop (a second Ctrl-C or SIGTERM: stop at
+    once) can come out of one of the SDK's task groups wrapped in an
+    exception group: it is raised here as the plain ``KeyboardInterrupt`` it is, so the server
+    stops as asked, never with a traceback."""
+    try:
+        anyio.run(coro)
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt) or not _holds_interrupt(exc):
+            raise
+        raise KeyboardInterrupt from None
+
+
+def _holds_interrupt(exc: BaseException) -> bool:
+    """Whether ``exc`` is a ``KeyboardInterrupt`` or an exception group holding one."""
+    if isinstance(exc, KeyboardInterrupt):
+        return True
+    inner = getattr(exc, "exceptions", None)  # BaseExceptionGroup (3.11+, or the backport)
+    return isinstance(inner, tuple) and any(
+        isinstance(e, BaseException) and _holds_interrupt(e) for e in inner
+    )
