@@ -231,3 +231,25 @@ def test_the_slots_carry_each_frames_time_pointer_and_marks_oldest_first() -> No
     finally:
         encoder.close()
         agent.close()
+
+
+def test_a_slot_with_an_unreadable_header_is_freed_and_the_others_are_taken() -> None:
+    size = (32, 24)
+    agent = SharedSlots.create(size, 2)
+    encoder = SharedSlots(agent.name, size, 2, create=False)
+    try:
+        for slot in (0, 1):
+            agent.put(
+                slot,
+                Image.new("RGB", size),
+                TapFrame(float(slot), Image.new("RGB", size), None, ()),
+            )
+        with open(f"/dev/shm/{agent.name}", "r+b") as shm:  # slot 0's header: a huge length
+            shm.seek(64)
+            shm.write(b"\xff\xff\xff\xff")
+        assert encoder.full_slots() == [(1.0, 1)]
+        assert agent.free_slot() == 0
+        assert encoder.take(1).t == 1.0
+    finally:
+        encoder.close()
+        agent.close()

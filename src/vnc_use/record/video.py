@@ -450,11 +450,17 @@ class SharedSlots:
         self._view[slot] = 1  # last: the encoder never sees a slot half written
 
     def full_slots(self) -> list[tuple[float, int]]:
-        """The slots waiting for the encoder, oldest frame first: (frame time, slot)."""
+        """The slots waiting for the encoder, oldest frame first: (frame time, slot). A slot
+        whose header cannot be read is freed (that frame is lost, not the video)."""
         waiting = []
         for slot in range(self.slots):
-            if self._view[slot] == 1:
-                waiting.append((float(self._meta(slot).get("t", 0.0)), slot))
+            if self._view[slot] != 1:
+                continue
+            try:
+                waiting.append((float(self._meta(slot)["t"]), slot))
+            except (KeyError, TypeError, ValueError):
+                log.debug("video frame in slot %d has an unreadable header", slot, exc_info=True)
+                self.free(slot)
         return sorted(waiting)
 
     def _meta(self, slot: int) -> dict[str, Any]:
