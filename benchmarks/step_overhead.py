@@ -246,8 +246,9 @@ class PartTimer:
             self.wrap(SqliteSaver, name, "checkpoint")
         for name in ("outcome", "dispatched", "done", "resolved"):
             self.wrap(Journal, name, "journal")
-        for name in ("event", "write_step", "put_screenshot"):
-            self.wrap(RunFolder, name, "events + step files")
+        for name in ("event", "write_step", "put_screenshot", "keep_summary"):
+            if hasattr(RunFolder, name):  # keep_summary: not in an older baseline
+                self.wrap(RunFolder, name, "events + step files")
         self.wrap(RunFolder, "write_model_exchange", "model exchange files")
         self.wrap(VideoRecorder, "offer", "video (agent side)")
         import vnc_use.agent.act as act_module

@@ -4,11 +4,24 @@ a reader trusts it only while it covers the whole ``events.jsonl`` (see vnc_use.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from vnc_use import VncUseAgent
+from vnc_use.providers.gemini.planner import GeminiComputerUse
 from vnc_use.record.folder import RunFolder
 from vnc_use.record.runs import RunSummary, summarize
 from vnc_use.record.tally import EVENTS, SUMMARY, Tally
+from vnc_use.testing import FakeDesktop
+from vnc_use.testing.gemini_standin import (
+    FunctionCallSpec,
+    GeminiStandIn,
+    Reply,
+    require_confirmation,
+)
 
 
 def _read_again(run_dir: Path) -> RunSummary | None:
@@ -108,3 +121,96 @@ def test_a_broken_or_foreign_summary_is_not_trusted(tmp_path: Path) -> None:
         (folder.path / SUMMARY).write_text(text)
         summary = summarize(folder.path)
         assert summary is not None and summary.status == "denied"
+
+
+# -- summary.json once a step (issue 43) ------------------------------------------------------
+
+
+class _Renames:
+    """Counts the renames onto each run's ``summary.json`` (how :meth:`Tally.write` writes
+    it) and onto anything else, by wrapping the real ``os.replace``."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.summaries = 0
+        real = os.replace
+
+        def counting(src: Any, dst: Any, *args: Any, **kwargs: Any) -> None:
+            if Path(dst).name == SUMMARY:
+                self.summaries += 1
+            real(src, dst, *args, **kwargs)
+
+        monkeypatch.setattr(os, "replace", counting)
+
+
+def _current(run_dir: Path) -> dict[str, Any]:
+    kept: dict[str, Any] = json.loads((run_dir / SUMMARY).read_text())
+    assert kept["events_bytes"] == (run_dir / EVENTS).stat().st_size
+    return kept
+
+
+def test_a_steps_events_wait_for_keep_summary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    renames = _Renames(monkeypatch)
+    folder = RunFolder(tmp_path, "r1")
+    folder.event("run_started", task="t")  # a change of status: written at once
+    assert renames.summaries == 1
+    for step in (1, 2, 3):
+        folder.event("model_request", n=step)
+        folder.event("model_response", n=step, run_cost_usd=0.1 * step)
+        folder.event("action", step=step, name="click_at")
+        folder.event("screenshot", screenshot="0" * 64)
+    assert renames.summaries == 1
+    summary = summarize(folder.path)  # the file is behind: the events are read
+    assert summary is not None and summary.steps == 3 and summary == _read_again(folder.path)
+    folder.keep_summary()
+    assert renames.summaries == 2 and _current(folder.path)["steps"] == 3
+    folder.keep_summary()  # nothing new: not written again
+    assert renames.summaries == 2
+    folder.event("run_paused", status="awaiting_approval", steps=3)
+    assert renames.summaries == 3 and _current(folder.path)["status"] == "awaiting_approval"
+
+
+def test_a_run_of_many_steps_writes_its_summary_once_a_step_and_ends_current(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gemini: GeminiStandIn
+) -> None:
+    steps = 8
+    gemini.script(
+        *[Reply.calls(FunctionCallSpec("click_at", x=100 + 50 * i, y=300)) for i in range(steps)],
+        Reply.text("done"),
+    )
+    renames = _Renames(monkeypatch)
+    planner = GeminiComputerUse(retry_initial_delay=0.01, retry_max_delay=0.05)
+    with VncUseAgent(
+        desktop=FakeDesktop(640, 400), planner=planner, runs_dir=tmp_path / "runs"
+    ) as agent:
+        result = agent.run(task="click along", thread_id="many")
+    assert result.status == "done", result.error
+    run_dir = Path(result.run_dir)
+    events = (run_dir / EVENTS).read_text().splitlines()
+    assert len(events) > 4 * steps  # several events a step ...
+    # ... and the summary about once a step (the model's calls), plus the run's start and end
+    assert renames.summaries <= steps + 4, (renames.summaries, len(events))
+    kept = _current(run_dir)
+    assert (kept["status"], kept["steps"]) == ("done", steps)
+
+
+def test_a_paused_run_leaves_a_current_summary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gemini: GeminiStandIn
+) -> None:
+    gemini.script(
+        Reply.calls(FunctionCallSpec("click_at", x=100, y=100)),
+        Reply.calls(
+            FunctionCallSpec(
+                "click_at", x=250, y=250, safety_decision=require_confirmation("Accept?")
+            )
+        ),
+    )
+    planner = GeminiComputerUse(retry_initial_delay=0.01, retry_max_delay=0.05)
+    with VncUseAgent(
+        desktop=FakeDesktop(640, 400), planner=planner, runs_dir=tmp_path / "runs"
+    ) as agent:
+        paused = agent.run(task="accept", thread_id="paused")
+    assert paused.status == "awaiting_approval", paused.error
+    kept = _current(Path(paused.run_dir))
+    assert (kept["status"], kept["steps"]) == ("awaiting_approval", 1)

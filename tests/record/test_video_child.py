@@ -4,19 +4,23 @@ recorder whose agent process dies still leaves a file that plays."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
+import struct
 import subprocess
 import sys
+import termios
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import av
 from PIL import Image
 
 from vnc_use.desktops.frametap import InputMark, TapFrame
-from vnc_use.record.video import VideoRecorder, read_segments
+from vnc_use.record.video import MAX_MARKS, SharedSlots, VideoRecorder, read_segments
 
 SIZE = (1440, 900)
 
@@ -134,3 +138,118 @@ def test_a_segment_without_frames_ends_at_once_with_none(tmp_path: Path) -> None
     index = json.loads((tmp_path / "video.json").read_text("utf-8"))
     assert index["segments"][0]["frames"] == 0 and index["segments"][0]["ended"]
     assert not (tmp_path / "video.mp4").exists()
+
+
+# -- frames reach the encoder through the shared memory alone ---------------------------------
+
+
+def _encoder_pid(parent: int) -> int:
+    """The encoder process this process started (the newest, by process id order)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid == parent and b"vnc_use.record.video_child" in cmdline:
+            found.append(int(entry))
+    assert found, "no encoder process"
+    return max(found)
+
+
+def _unread(pid: int) -> int:
+    """Bytes waiting in the encoder's standard input (its pipe), read nowhere."""
+    fd = os.open(f"/proc/{pid}/fd/0", os.O_RDONLY | os.O_NONBLOCK)  # the pipe itself
+    try:
+        return struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"))[0]
+    finally:
+        os.close(fd)
+
+
+def _wait_for(what: str, check: Callable[[], bool], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.01)
+
+
+def test_a_frame_is_handed_over_without_a_word_down_the_pipe(tmp_path: Path) -> None:
+    """With the encoder stopped (SIGSTOP), frames still go into its free slots, and the pipe
+    stays empty: each frame's time, pointer and marks travel in its slot (before, a line per
+    frame waited in the pipe). Once every slot is full a frame is dropped, never queued, and
+    the encoder, let go on, encodes the frames it holds."""
+    screens = _screens(8)
+    recorder = VideoRecorder(tmp_path, 10).start()
+    pid = _encoder_pid(os.getpid())
+    assert recorder.offer(_frame(screens[0], 0))
+    _wait_for("the encoder read the pipe's lines", lambda: _unread(pid) == 0)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        offered = [recorder.offer(_frame(screen, i)) for i, screen in enumerate(screens[1:], 1)]
+        assert _unread(pid) == 0
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert offered.count(True) in (3, 4), offered  # the slots (one may still hold frame 0)
+    assert offered[-1] is False and recorder.dropped == offered.count(False)
+    recorder.close()
+    assert recorder.error is None
+    assert _decoded(tmp_path / "video.mp4") == recorder.frames >= 1 + offered.count(True)
+
+
+def test_the_slots_carry_each_frames_time_pointer_and_marks_oldest_first() -> None:
+    size = (64, 48)
+    agent = SharedSlots.create(size, 4)
+    encoder = SharedSlots(agent.name, size, 4, create=False)  # as the encoder maps it
+    try:
+        keys = tuple(
+            InputMark(10.0 + i / 100, "key", 5, 6, f"key{i}-" + "x" * 60) for i in range(50)
+        )
+        frames = {
+            0: TapFrame(3.0, Image.new("RGB", size, (200, 0, 0)), (7, 8), keys),
+            1: TapFrame(1.0, Image.new("RGB", size, (0, 200, 0)), None, ()),
+            2: TapFrame(2.0, Image.new("RGB", size, (0, 0, 200)), (1, 2), (keys[0],)),
+        }
+        for slot in (0, 1, 2):  # filled out of time order
+            assert agent.free_slot() == slot
+            agent.put(slot, frames[slot].image, frames[slot])
+        assert agent.free_slot() == 3
+        assert encoder.full_slots() == [(1.0, 1), (2.0, 2), (3.0, 0)]
+        taken = [encoder.take(slot) for _, slot in encoder.full_slots()]
+        assert [f.t for f in taken] == [1.0, 2.0, 3.0] and encoder.full_slots() == []
+        assert [f.image.getpixel((5, 5)) for f in taken] == [(0, 200, 0), (0, 0, 200), (200, 0, 0)]
+        assert (taken[0].pointer, taken[0].marks) == (None, ())
+        assert taken[1].pointer == (1, 2) and taken[1].marks[0].label == keys[0].label[:32]
+        # a frame carries its newest marks, as many as the slot's header holds
+        assert taken[2].pointer == (7, 8)
+        assert len(taken[2].marks) == MAX_MARKS
+        assert [m.t for m in taken[2].marks] == [m.t for m in keys[-MAX_MARKS:]]
+        assert agent.free_slot() == 0
+    finally:
+        encoder.close()
+        agent.close()
+
+
+def test_a_slot_with_an_unreadable_header_is_freed_and_the_others_are_taken() -> None:
+    size = (32, 24)
+    agent = SharedSlots.create(size, 2)
+    encoder = SharedSlots(agent.name, size, 2, create=False)
+    try:
+        for slot in (0, 1):
+            agent.put(
+                slot,
+                Image.new("RGB", size),
+                TapFrame(float(slot), Image.new("RGB", size), None, ()),
+            )
+        with open(f"/dev/shm/{agent.name}", "r+b") as shm:  # slot 0's header: a huge length
+            shm.seek(64)
+            shm.write(b"\xff\xff\xff\xff")
+        assert encoder.full_slots() == [(1.0, 1)]
+        assert agent.free_slot() == 0
+        assert encoder.take(1).t == 1.0
+    finally:
+        encoder.close()
+        agent.close()

@@ -100,6 +100,7 @@ def propose(state: CUAState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     turns = _turns(ctx, state, update)
     n = state.get("model_calls", 0) + 1
     ctx.run.event("model_request", node="propose", n=n, turns=len(turns))
+    ctx.run.keep_summary()  # once a step: the runs list reads it while the model thinks
     t_model = time.monotonic()
     proposal = ctx.planner.propose(turns, ctx.run.load_screenshot, ctx.settings.keep_screenshots)
     latency_ms = round((time.monotonic() - t_model) * 1000, 1)

@@ -209,6 +209,7 @@ class DesktopSession:
             shot = self._capture()
             w, h = shot.image_size
             self.folder.event("observe", node="mcp", screenshot=shot.sha, width=w, height=h)
+            self.folder.keep_summary()
             return shot
 
     # -- actions ---------------------------------------------------------------------------
@@ -354,6 +355,7 @@ class DesktopSession:
                 approved=False,
                 screenshot=shot.sha,
             )
+            folder.keep_summary()  # once a call: the runs list reads it until the next one
             return shot
 
 

@@ -45,6 +45,21 @@ _THREAD_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 EventListener = Callable[[dict[str, Any]], None]
 
+STEP_EVENTS = frozenset(
+    {
+        "model_request",
+        "model_response",
+        "screenshot",
+        "screen_not_settled",
+        "action",
+        "observe",
+        "stall_detected",
+        "stall_continued",
+    }
+)
+"""The events of a step, which fold into the run's tally without writing ``summary.json``:
+:meth:`RunFolder.keep_summary` writes it once a step (see :meth:`RunFolder._keep_tally`)."""
+
 
 class FolderStore(Protocol):
     """Where a run folder's content also lives (e.g. :mod:`vnc_use.fleet.blobs`): what the
@@ -169,6 +184,7 @@ class RunFolder:
         self._listeners: list[EventListener] = []
         self._lock = threading.Lock()
         self._tally: Tally | None = None
+        self._tally_behind = False  # the tally holds events summary.json does not have yet
         for sub in ("screenshots", "steps", "model"):
             (self.path / sub).mkdir(parents=True, exist_ok=True)
 
@@ -195,7 +211,7 @@ class RunFolder:
                     self.store.put_event(self.thread_id, line)
                 except Exception:  # the event is in the folder; the run goes on
                     log.exception("could not store an event of run %s", self.thread_id)
-            self._keep_tally(data, before, after)
+            self._keep_tally(data, before, after, event)
         for listener in self._listeners:
             try:
                 listener(record)
@@ -203,12 +219,34 @@ class RunFolder:
                 log.exception("event listener failed")
         return record
 
-    def _keep_tally(self, data: bytes, before: int, after: int) -> None:
+    def keep_summary(self) -> None:
+        """Write ``summary.json`` now if events folded since it was last written are not in
+        it. The agent calls it once a step, as it starts waiting for the model (so the runs
+        list reads a current summary for the whole wait); the events within a step only
+        fold into the tally in memory (see :meth:`_keep_tally`)."""
+        with self._lock:
+            tally = self._tally
+            if tally is None or not self._tally_behind:
+                return
+            self._tally_behind = False
+            try:
+                tally.write(self.path)
+            except OSError as exc:  # listing the run reads the events instead
+                log.debug("could not keep the summary of run %s: %s", self.thread_id, exc)
+
+    def _keep_tally(self, data: bytes, before: int, after: int, kind: str) -> None:
         """Fold the event just appended (``data``, from byte ``before``) into the run's
-        ``summary.json``: what the runs list shows without reading the events again. Events
-        this folder did not write (a resume's earlier ones, another process's) are read from
-        the file first; when another writer raced this one, no summary is written (readers
-        then read the events, see :mod:`vnc_use.record.tally`)."""
+        tally: what the runs list shows without reading the events again. Events this folder
+        did not write (a resume's earlier ones, another process's) are read from the file
+        first; when another writer raced this one, the tally is dropped (readers then read
+        the events, see :mod:`vnc_use.record.tally`).
+
+        ``summary.json`` is written at once for an event that is not one of a step's own
+        (:data:`STEP_EVENTS`) or that changes the run's status (``run_started``,
+        ``run_paused``, ``run_ended``, ``resumed``...): a finished or paused run's summary is
+        current. A step's own events wait for :meth:`keep_summary` (issue 43: rewriting the
+        file for each of them cost a step about 5 ms). A summary left behind by a crash is
+        never wrong, only not read: readers trust it only while it covers the whole file."""
         try:
             tally = self._tally
             if tally is None or tally.events_bytes != before:
@@ -216,12 +254,17 @@ class RunFolder:
                 if tally.events_bytes != before:  # the file changed meanwhile
                     self._tally = None
                     return
+            status = tally.status
             tally.add_lines(data)
             if after != before + len(data):  # another writer's line is in between
                 self._tally = None
                 return
-            tally.write(self.path)
             self._tally = tally
+            if kind in STEP_EVENTS and tally.status == status:
+                self._tally_behind = True
+                return
+            self._tally_behind = False
+            tally.write(self.path)
         except OSError as exc:  # the event is written; listing the run reads it instead
             self._tally = None
             log.debug("could not keep the summary of run %s: %s", self.thread_id, exc)

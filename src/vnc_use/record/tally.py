@@ -3,10 +3,13 @@
 :class:`Tally` folds events one at a time into what :func:`vnc_use.record.runs.summarize`
 shows (status, steps, cost, last event, ...). The run folder keeps its tally up to date as it
 appends each event and writes it next to ``events.jsonl`` as ``summary.json``, with the size
-of ``events.jsonl`` it covers (``events_bytes``). A reader trusts the file only when that size
-is the event file's size now: a run folder written by an older version (no ``summary.json``),
-events appended by anything else, a crash between the two writes: all read the events instead,
-as before. Listing a run then reads two small files instead of its whole event file.
+of ``events.jsonl`` it covers (``events_bytes``): once a step, and at each event that changes
+the run's status (:meth:`vnc_use.record.folder.RunFolder.keep_summary`), so a finished or
+paused run's file is current. A reader trusts the file only when that size is the event
+file's size now: a run in the middle of a step, a run folder written by an older version (no
+``summary.json``), events appended by anything else, a crash between the two writes: all read
+the events instead, as before. Listing a run then reads two small files instead of its whole
+event file.
 """
 
 from __future__ import annotations

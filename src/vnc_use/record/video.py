@@ -4,10 +4,13 @@
 connection's tap offers it frames (see :mod:`vnc_use.desktops.frametap`). They are encoded in
 a **child process** (:mod:`vnc_use.record.video_child`, at a lower CPU priority), never on the
 agent's threads: a frame is pasted into one of a few slots of shared memory (about 0.5 ms
-for 1440x900) and a line naming the slot goes down a pipe; when every slot is still waiting for
-the encoder, the frame is dropped, never queued (issue 43: encoding in a thread of the agent's
-process held its GIL about 9 ms a frame). The child finishes the file when the recorder is
-closed, and also when the agent's process dies (its pipe ends).
+for 1440x900 on an idle machine), its time, pointer and marks beside it in the slot's own
+header, and the slot is marked full last; the child looks for full slots on its own clock.
+Nothing goes down a pipe per frame (issue 43: a line per frame cost the agent about 2 ms and
+woke the child each time). When every slot is still waiting for the encoder, the frame is
+dropped, never queued (encoding in a thread of the agent's process held its GIL about 9 ms a
+frame). The child finishes the file when the recorder is closed, and also when the agent's
+process dies (its pipe, which carries only the segment's and the memory's description, ends).
 
 * **Variable frame rate**: each frame's time is when the tap took it (milliseconds); a still
   screen costs nothing. The cursor is the desktop's own, as the server draws it; a click is
@@ -31,6 +34,7 @@ import mmap
 import os
 import queue
 import secrets
+import struct
 import subprocess
 import sys
 import threading
@@ -48,12 +52,14 @@ from vnc_use.desktops.frametap import MARK_SECONDS, InputMark, TapFrame
 __all__ = [
     "DEFAULT_VIDEO_FPS",
     "INDEX_NAME",
+    "MAX_MARKS",
     "VIDEO_NAME",
     "Encoder",
     "EncoderOwner",
     "SharedSlots",
     "VideoRecorder",
     "VideoSegment",
+    "frame_meta",
     "read_segments",
     "record_desktop",
     "stop_recording",
@@ -250,15 +256,15 @@ class VideoRecorder:
         slot = shm.free_slot()
         if slot is None:
             self.dropped += 1
+            proc = self._proc
+            if proc is not None and proc.poll() is not None:  # no encoder frees them any more
+                self.error = self.error or "the video encoder stopped"
             return False
         if image.size != self._slot_size:  # the desktop was resized: scale into the stream
             image = image.resize(self._slot_size)
-        shm.put(slot, image)
-        marks = [[m.t, m.kind, m.x, m.y, m.label] for m in frame.marks]
-        pointer = list(frame.pointer) if frame.pointer is not None else None
-        sent = self._send({"slot": slot, "t": frame.t, "pointer": pointer, "marks": marks})
-        self.frames += sent
-        return sent
+        shm.put(slot, image, frame)
+        self.frames += 1
+        return True
 
     def close(self, timeout: float = 10.0) -> None:
         """Encode what is waiting, finish the file and record the segment's end (idempotent)."""
@@ -353,24 +359,50 @@ class VideoRecorder:
 
 _HEADER = 64
 """Bytes before the slots in the shared memory: one state byte per slot (0 free, 1 full)."""
+_META = 4096
+"""Bytes at the head of each slot for its frame's time, pointer and marks (a length, then
+JSON); the frame's pixels follow."""
+MAX_MARKS = 32
+"""Marks a frame carries to the encoder at most (the newest; it draws those of the last
+:data:`~vnc_use.desktops.frametap.MARK_SECONDS` only)."""
+_LABEL = 32  # characters of a mark's label kept (a key's name)
+_LENGTH = struct.Struct("<I")
 _SHM_DIR = Path("/dev/shm")
+
+
+def frame_meta(frame: TapFrame) -> bytes:
+    """A frame's time, pointer and marks as a slot's header holds them (at most
+    :data:`_META` bytes: the oldest marks give way)."""
+    marks = [[m.t, m.kind, m.x, m.y, m.label[:_LABEL]] for m in frame.marks[-MAX_MARKS:]]
+    pointer = list(frame.pointer) if frame.pointer is not None else None
+    while True:
+        data = json.dumps({"t": frame.t, "pointer": pointer, "marks": marks}).encode("utf-8")
+        if _LENGTH.size + len(data) <= _META or not marks:
+            return data
+        marks = marks[1:]
 
 
 class SharedSlots:
     """Frames in POSIX shared memory (a file of ``/dev/shm``), between the agent's process
-    and the encoder's: a state byte per slot, then the slots (RGBX, 4 bytes a pixel).
+    and the encoder's: a state byte per slot, then the slots, each a header (the frame's time,
+    pointer and marks: :func:`frame_meta`) and the frame (RGBX, 4 bytes a pixel).
 
-    The agent fills a free slot and sets its byte; the encoder copies the frame out and clears
-    it. The encoder removes the file's name as soon as it has opened it (and the agent at
-    close), so a process killed at any moment leaves nothing behind in ``/dev/shm``.
+    The agent fills a free slot, header and pixels, and sets its state byte last; the encoder
+    reads the byte, then the slot, and clears the byte when it has copied the frame out (on
+    x86-64 the stores of one thread reach the other process in the order they were made).
+    The encoder removes the file's name as soon as it has opened it (and the agent at close),
+    so a process killed at any moment leaves nothing behind in ``/dev/shm``.
     """
 
     def __init__(self, name: str, size: tuple[int, int], slots: int, *, create: bool) -> None:
+        if not 0 < slots <= _HEADER:
+            raise ValueError(f"between 1 and {_HEADER} slots, not {slots}")
         self.name = name
         self.size = size
         self.slots = slots
         self.frame_bytes = size[0] * size[1] * 4
-        length = _HEADER + slots * self.frame_bytes
+        self._stride = _META + self.frame_bytes
+        length = _HEADER + slots * self._stride
         path = _SHM_DIR / name
         flags = os.O_RDWR | (os.O_CREAT | os.O_EXCL if create else 0)
         fd = os.open(path, flags, 0o600)
@@ -397,13 +429,14 @@ class SharedSlots:
         return next((i for i in range(self.slots) if self._view[i] == 0), None)
 
     def _slot_image(self, slot: int) -> Image.Image:
-        offset = _HEADER + slot * self.frame_bytes
+        offset = _HEADER + slot * self._stride + _META
         view = self._view[offset : offset + self.frame_bytes]
         buffer: Any = view  # a writable buffer (Pillow's stubs name only bytes)
         return Image.frombuffer("RGBX", self.size, buffer, "raw", "RGBX", 0, 1)
 
-    def put(self, slot: int, image: Image.Image) -> None:
-        """Paste ``image`` (the slots' size) into ``slot`` and mark it full."""
+    def put(self, slot: int, image: Image.Image, frame: TapFrame) -> None:
+        """Paste ``image`` (the slots' size) and ``frame``'s time, pointer and marks into
+        ``slot``, then mark it full."""
         source = image if image.mode == "RGB" else image.convert("RGB")
         target = self._slot_image(slot)
         target.readonly = 0  # write into the shared memory itself, not into a copy of it
@@ -411,13 +444,53 @@ class SharedSlots:
         # (0.4 ms for 1440x900; Image.paste converts first, 8 ms)
         target.im.paste(source.im, (0, 0, *self.size))
         del target
-        self._view[slot] = 1
+        meta = frame_meta(frame)
+        offset = _HEADER + slot * self._stride
+        self._view[offset : offset + _LENGTH.size + len(meta)] = _LENGTH.pack(len(meta)) + meta
+        self._view[slot] = 1  # last: the encoder never sees a slot half written
 
-    def take(self, slot: int) -> Image.Image:
-        """A copy (RGB) of the frame in ``slot``, which is then free again."""
+    def full_slots(self) -> list[tuple[float, int]]:
+        """The slots waiting for the encoder, oldest frame first: (frame time, slot). A slot
+        whose header cannot be read is freed (that frame is lost, not the video)."""
+        waiting = []
+        for slot in range(self.slots):
+            if self._view[slot] != 1:
+                continue
+            try:
+                waiting.append((float(self._meta(slot)["t"]), slot))
+            except (KeyError, TypeError, ValueError):
+                log.debug("video frame in slot %d has an unreadable header", slot, exc_info=True)
+                self.free(slot)
+        return sorted(waiting)
+
+    def _meta(self, slot: int) -> dict[str, Any]:
+        offset = _HEADER + slot * self._stride
+        (length,) = _LENGTH.unpack_from(self._view, offset)
+        if length > _META - _LENGTH.size:
+            raise ValueError(f"a video frame's header says {length} bytes")
+        start = offset + _LENGTH.size
+        meta = json.loads(bytes(self._view[start : start + length]))
+        if not isinstance(meta, dict):
+            raise ValueError("a video frame's header is not an object")
+        return meta
+
+    def take(self, slot: int) -> TapFrame:
+        """A copy of the frame in ``slot`` (RGB, with its time, pointer and marks), which is
+        then free again."""
+        meta = self._meta(slot)
         image = self._slot_image(slot).convert("RGB")
         self._view[slot] = 0
-        return image
+        marks = tuple(
+            InputMark(float(t), str(k), int(x), int(y), str(lb))
+            for t, k, x, y, lb in meta.get("marks") or ()
+        )
+        pointer = meta.get("pointer")
+        where = (int(pointer[0]), int(pointer[1])) if pointer else None
+        return TapFrame(float(meta["t"]), image, where, marks)
+
+    def free(self, slot: int) -> None:
+        """Give ``slot`` back without reading it (its frame could not be read)."""
+        self._view[slot] = 0
 
     def close(self) -> None:
         self.unlink()

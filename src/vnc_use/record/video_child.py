@@ -3,12 +3,15 @@
 :class:`~vnc_use.record.video.VideoRecorder` starts it for each segment, at a lower CPU
 priority, and talks to it through its standard input: a first line with the segment (file,
 frame rate, clocks, the ``video.json`` list), then one line naming the shared memory
-(:class:`~vnc_use.record.video.SharedSlots`), then one line per frame (its slot, time,
-pointer and marks). A reader thread copies each frame out of its slot (freeing the slot) into
-a bounded queue; the :class:`~vnc_use.record.video.Encoder` encodes from that queue, as it did
-in a thread before. The end of the input (the recorder closed, or the agent's process died)
-finishes the file; the last line on standard output is the result: frames encoded, CPU
-seconds, the first frame's wall-clock time and an error, if any.
+(:class:`~vnc_use.record.video.SharedSlots`). The frames themselves never travel down the
+pipe: the recorder pastes each into a free slot with its time, pointer and marks, and marks the
+slot full last. A poller thread here looks at the slots' state bytes on the frame clock (twice
+per frame interval of the segment's frame rate), copies each full slot out, oldest frame first,
+frees it, and puts the frame into a bounded queue; the
+:class:`~vnc_use.record.video.Encoder` encodes from that queue. A listener thread reads the
+pipe: its end (the recorder closed, or the agent's process died) makes the poller take what
+the slots still hold and finish the file; the last line on standard output is the result:
+frames encoded, CPU seconds, the first frame's wall-clock time and an error, if any.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from vnc_use.desktops.frametap import InputMark, TapFrame
+from vnc_use.desktops.frametap import TapFrame
 from vnc_use.record.video import Encoder, SharedSlots, _write_index
 
 
@@ -45,22 +48,21 @@ class _Segment:
         _write_index(self.folder, self.segments)
 
 
-def _frame(slots: SharedSlots, message: dict[str, Any]) -> TapFrame:
-    marks = tuple(
-        InputMark(float(t), str(k), int(x), int(y), str(lb)) for t, k, x, y, lb in message["marks"]
-    )
-    pointer = message.get("pointer")
-    image = slots.take(int(message["slot"]))
-    return TapFrame(float(message["t"]), image, tuple(pointer) if pointer else None, marks)
+class _Pipe:
+    """What the pipe said: the shared memory, once named, and whether it has ended."""
+
+    def __init__(self) -> None:
+        self.slots: SharedSlots | None = None
+        self.ended = threading.Event()
+        self.failed: list[str] = []
 
 
-def _read(stream: IO[bytes], frames: queue.Queue[TapFrame | None], failed: list[str]) -> None:
-    """Reader thread: frames from the pipe and the shared memory into ``frames``."""
-    slots: SharedSlots | None = None
+def _listen(stream: IO[bytes], pipe: _Pipe) -> None:
+    """Listener thread: the control lines, until the pipe ends."""
     try:
         for raw in stream:
             message = json.loads(raw)
-            if "shm" in message:
+            if "shm" in message and pipe.slots is None:
                 slots = SharedSlots(
                     str(message["shm"]),
                     (int(message["width"]), int(message["height"])),
@@ -68,10 +70,28 @@ def _read(stream: IO[bytes], frames: queue.Queue[TapFrame | None], failed: list[
                     create=False,
                 )
                 slots.unlink()  # mapped on both sides: no name is left behind
-            elif slots is not None:
-                frames.put(_frame(slots, message))
+                pipe.slots = slots
     except Exception as exc:  # a broken line or memory: the segment ends with what it has
-        failed.append(f"{type(exc).__name__}: {exc}")
+        pipe.failed.append(f"{type(exc).__name__}: {exc}")
+    finally:
+        pipe.ended.set()
+
+
+def _poll(pipe: _Pipe, frames: queue.Queue[TapFrame | None], every: float) -> None:
+    """Poller thread: the full slots' frames, oldest first, into ``frames``; once the pipe
+    has ended, what the slots still hold, then the end (None)."""
+    try:
+        while True:
+            ended = pipe.ended.is_set()  # before looking: a frame put before the end is seen
+            slots = pipe.slots
+            if slots is not None:
+                for _, slot in slots.full_slots():
+                    frames.put(slots.take(slot))
+            if ended:
+                break
+            pipe.ended.wait(every)
+    except Exception as exc:  # a slot that cannot be read: the segment ends with what it has
+        pipe.failed.append(f"{type(exc).__name__}: {exc}")
     finally:
         frames.put(None)
 
@@ -86,20 +106,21 @@ def main() -> int:
     with contextlib.suppress(AttributeError, OSError):
         os.setpriority(os.PRIO_PROCESS, 0, int(hello.get("nice", 10)))
     segment = _Segment(hello)
+    fps = float(hello["fps"])
     frames: queue.Queue[TapFrame | None] = queue.Queue(maxsize=int(hello.get("queue", 12)))
-    failed: list[str] = []
-    reader = threading.Thread(target=_read, args=(stdin, frames, failed), daemon=True)
-    reader.start()
+    pipe = _Pipe()
+    threading.Thread(target=_listen, args=(stdin, pipe), daemon=True).start()
+    threading.Thread(target=_poll, args=(pipe, frames, 0.5 / fps), daemon=True).start()
     error = None
     try:
-        Encoder(Path(hello["file"]), float(hello["fps"]), segment).loop(frames)
+        Encoder(Path(hello["file"]), fps, segment).loop(frames)
     except Exception as exc:  # the run goes on; the segment says why it stopped
         error = f"{type(exc).__name__}: {exc}"
     result = {
         "frames": segment.frames,
         "cpu_s": round(time.process_time(), 3),
         "started": segment.started,
-        "error": error or (failed[0] if failed else None),
+        "error": error or (pipe.failed[0] if pipe.failed else None),
     }
     stdout.write(json.dumps(result) + "\n")
     stdout.flush()

@@ -678,8 +678,11 @@ class RunHost:
 
     def _invoke(self, inp: Any, thread_id: str, folder: RunFolder) -> RunResult:
         """Run the graph; reconnect and continue when the desktop drops out for a while."""
-        with self._segment(thread_id, folder) as journal:
-            return self._legs(inp, thread_id, folder, journal)
+        try:
+            with self._segment(thread_id, folder) as journal:
+                return self._legs(inp, thread_id, folder, journal)
+        finally:  # a leg cut short by an exception leaves no step's events out of it
+            folder.keep_summary()
 
     @contextlib.contextmanager
     def _segment(self, thread_id: str, folder: RunFolder) -> Iterator[Any]:
