@@ -57,6 +57,21 @@ def probes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Probe]]:
         yield found
 
 
+def _stopped(pid: int, timeout: float = 10.0) -> bool:
+    """Whether every thread of process ``pid`` is stopped (state ``T``), waiting up to
+    ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        states = []
+        for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
+            with contextlib.suppress(OSError):  # a thread that ended meanwhile
+                states.append(stat.read_text().rsplit(")", 1)[1].split()[0])
+        if states and all(state == "T" for state in states):
+            return True
+        time.sleep(0.005)
+    return False
+
+
 def _submit(url: str, task: str, thread_id: str, *extra: str) -> subprocess.Popen[str]:
     """``run --fleet`` from a process that has no model key and shares no folder."""
     env = {k: v for k, v in os.environ.items() if k not in ("GOOGLE_API_KEY", "VNC_PASSWORD")}
@@ -146,7 +161,12 @@ def test_a_hung_worker_is_fenced_its_leg_goes_on_once_and_it_exits_when_it_wakes
         if done == 1 and not b_asked.is_set():
             # HB's second request: HB hangs before it reads the answer (a click it would
             # send when it wakes)
-            workers["HB"].proc.send_signal(signal.SIGSTOP)
+            hb = workers["HB"].proc
+            hb.send_signal(signal.SIGSTOP)
+            # every thread stopped before the answer goes out: a thread stops only when it
+            # next enters the kernel (in a loaded full run HB read this answer and
+            # checkpointed it first, and HA then rightly carried out that click, once)
+            assert _stopped(hb.pid), "HB did not stop"
             b_asked.set()
             return Reply.calls(FunctionCallSpec("click_at", x=hung[0], y=hung[1]))
         if done == 1:
