@@ -9,10 +9,12 @@ holds no model key and no desktop password: the server has them.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
 import subprocess
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -162,6 +164,47 @@ def test_a_served_run_from_the_form_is_approved_in_the_page_and_clicks_once(
     assert state["values"]["status"] == "done"
 
 
+@contextlib.contextmanager
+def _console_events(served: Served, thread_id: str) -> Iterator[list[dict[str, Any]]]:
+    """The ``console`` events of the run's event stream, the one its page listens to, read on a
+    connection of the test's own from now on: the page reloads when the run ends, and the
+    reloaded page's stream starts watching the server's thread afresh, so a change the old
+    page had not heard yet is never told to it (the page shows it by the reload)."""
+    heard: list[dict[str, Any]] = []
+    actions: list[dict[str, Any]] = []
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    timeout = httpx.Timeout(30, read=None)
+    client = httpx.Client(base_url=served.base, headers=headers, timeout=timeout)
+
+    def read() -> None:
+        kind = ""
+        with (
+            contextlib.suppress(Exception),  # closed at the end of the block
+            client.stream("GET", f"/api/runs/{thread_id}/events") as response,
+        ):
+            for line in response.iter_lines():
+                if line.startswith("event:"):
+                    kind = line.split(":", 1)[1].strip()
+                elif line.startswith("data:") and kind in ("console", "action"):
+                    (heard if kind == "console" else actions).append(
+                        json.loads(line.split(":", 1)[1])
+                    )
+                elif not line:
+                    kind = ""
+
+    before = len(presses(served.probe))
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        # the stream replays the run's events, then a new step comes: by then it watches the
+        # server's thread (a change is told only after a first look)
+        wait("a new step on the test's stream", lambda: len(actions) > before, 120)
+        yield heard
+    finally:
+        client.close()
+        reader.join(timeout=10)
+
+
 def test_stop_ends_a_served_run_interrupted_and_resume_finishes_it(served: Served) -> None:
     probe = served.probe
     probe.log.clear()
@@ -179,31 +222,22 @@ def test_stop_ends_a_served_run_interrupted_and_resume_finishes_it(served: Serve
     served.api.script(model)
     page = served.page()
     thread_id = start_from_form(served, page, "Click six times")
-    wait("the page's event stream", lambda: page.evaluate("!!window.vncUseEvents"))
-    page.evaluate(  # kept in the tab's storage: the page reloads when the run ends
-        "window.vncUseEvents.addEventListener('console', (e) => sessionStorage.setItem('heard',"
-        " JSON.stringify([...JSON.parse(sessionStorage.getItem('heard') || '[]'),"
-        " JSON.parse(e.data)])))"
-    )
     wait("a first click", lambda: presses(probe), 120)
-    wait(
-        "the Stop control",
-        lambda: page.evaluate(
-            "!!document.getElementById('do-stop') && !document.getElementById('do-stop').hidden"
-        ),
-    )
-    press(page, "Stop")
-    wait_status(page, "interrupted", timeout=60)
-    # the server's thread, watched for the event stream: its change came as a console event
-    heard = wait(
-        "the server's status as an event",
-        lambda: [
-            h.get("status")
-            for h in json.loads(page.evaluate("sessionStorage.getItem('heard') || '[]'"))
-            if h.get("status")
-        ],
-    )
-    assert "interrupted" in heard, heard
+    with _console_events(served, thread_id) as heard:
+        wait(
+            "the Stop control",
+            lambda: page.evaluate(
+                "!!document.getElementById('do-stop') && !document.getElementById('do-stop').hidden"
+            ),
+        )
+        press(page, "Stop")
+        wait_status(page, "interrupted", timeout=60)
+        # the server's thread, watched for the event stream: its change came as a console event
+        statuses = wait(
+            "the server's status as an event",
+            lambda: [h["status"] for h in heard if h.get("status") == "interrupted"],
+        )
+    assert "interrupted" in statuses, heard
     before = len(presses(probe))
     assert 1 <= before < 6
     press(page, "Resume")
