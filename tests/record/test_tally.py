@@ -171,6 +171,15 @@ def test_a_steps_events_wait_for_keep_summary(
     assert renames.summaries == 3 and _current(folder.path)["status"] == "awaiting_approval"
 
 
+def _run_on_fake(tmp_path: Path, task: str, thread_id: str) -> Any:
+    """The agent's run of ``task`` on a fake desktop, the Gemini stand-in answering."""
+    planner = GeminiComputerUse(retry_initial_delay=0.01, retry_max_delay=0.05)
+    with VncUseAgent(
+        desktop=FakeDesktop(640, 400), planner=planner, runs_dir=tmp_path / "runs"
+    ) as agent:
+        return agent.run(task=task, thread_id=thread_id)
+
+
 def test_a_run_of_many_steps_writes_its_summary_once_a_step_and_ends_current(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gemini: GeminiStandIn
 ) -> None:
@@ -180,11 +189,7 @@ def test_a_run_of_many_steps_writes_its_summary_once_a_step_and_ends_current(
         Reply.text("done"),
     )
     renames = _Renames(monkeypatch)
-    planner = GeminiComputerUse(retry_initial_delay=0.01, retry_max_delay=0.05)
-    with VncUseAgent(
-        desktop=FakeDesktop(640, 400), planner=planner, runs_dir=tmp_path / "runs"
-    ) as agent:
-        result = agent.run(task="click along", thread_id="many")
+    result = _run_on_fake(tmp_path, "click along", "many")
     assert result.status == "done", result.error
     run_dir = Path(result.run_dir)
     events = (run_dir / EVENTS).read_text().splitlines()
@@ -206,11 +211,7 @@ def test_a_paused_run_leaves_a_current_summary(
             )
         ),
     )
-    planner = GeminiComputerUse(retry_initial_delay=0.01, retry_max_delay=0.05)
-    with VncUseAgent(
-        desktop=FakeDesktop(640, 400), planner=planner, runs_dir=tmp_path / "runs"
-    ) as agent:
-        paused = agent.run(task="accept", thread_id="paused")
+    paused = _run_on_fake(tmp_path, "accept", "paused")
     assert paused.status == "awaiting_approval", paused.error
     kept = _current(Path(paused.run_dir))
     assert (kept["status"], kept["steps"]) == ("awaiting_approval", 1)
