@@ -47,7 +47,7 @@ Point = tuple[int, int]
 VERSIONS = {
     "computer_toolset_20260801": "claude-sonnet-5-5",
     "computer_20251124": "claude-opus-4-7",
-    "computer_20250124": "claude-sonnet-4-5",
+    "computer_20250124": "claude-haiku-4-5",
 }
 """Tool version -> a model the table gives it."""
 
