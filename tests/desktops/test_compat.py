@@ -19,8 +19,10 @@ import pytest
 from PIL import Image
 
 from vnc_use import VncUseAgent
+from vnc_use.desktops.settle import capture_settled
 from vnc_use.desktops.vnc import VNCController
 from vnc_use.providers.gemini.planner import GeminiComputerUse
+from vnc_use.record.video import VideoRecorder
 from vnc_use.testing.desktop import TestDesktop
 from vnc_use.testing.gemini_standin import FunctionCallSpec, GeminiStandIn, Reply
 from vnc_use.testing.x11vnc import X11vncDesktop
@@ -146,6 +148,36 @@ def test_a_screen_resized_mid_run_is_used_at_its_new_size(
     # the model was shown the new size after the resize
     last = gemini.requests[-1].image_parts()[-1]
     assert Image.open(io.BytesIO(last)).size == (1024, 768)
+
+
+def test_a_resize_while_the_video_records_leaves_every_operation_answered(
+    resizable: Probe, tmp_path: Path
+) -> None:
+    """The video's tap polls the screen as it is now. With the size of the start, its full
+    refresh after a shrink never covered the old size, the poll stayed outstanding, and the
+    next operation waited for it until the connection's timeout: a run resized while the
+    model thought ended with its click unsure (found by a full run under load; it failed
+    here every time)."""
+    desk = resizable.desktop
+    with VNCController(timeout=5.0).connect(desk.server, desk.password) as vnc:
+        recorder = VideoRecorder(tmp_path, 10).start()
+        vnc.start_recording(recorder)
+        try:
+            assert vnc.screenshot().size == (1280, 1024)
+            subprocess.run(["xrandr", "-s", "1024x768"], env=desk.env, check=True, timeout=20)
+            time.sleep(0.5)  # five of the tap's polls: it sees the new size and refreshes
+            assert vnc.round_trip() == (1024, 768)
+            resizable.log.clear()
+            vnc.click(512, 384)
+            shot = capture_settled(vnc, min_wait=0.0, max_wait=1.0, quiet=0.06, max_bytes=None)
+            assert shot.screen_size == (1024, 768)
+            assert Image.open(io.BytesIO(shot.png)).size == (1024, 768)
+            press = resizable.log.wait_type("press")
+            assert (press["x"], press["y"]) == (512, 384)
+        finally:
+            vnc.stop_recording()
+            recorder.close()
+    assert recorder.error is None and recorder.frames > 0
 
 
 def test_a_server_gone_for_good_exits_1_with_one_line_and_the_run_resumes(

@@ -186,6 +186,12 @@ class FrameTap:
             elif not rects:  # a cursor shape alone used up the request: ask again
                 self._channel.poll(full=True)
             return
+        if self._polling == "changes" and not rects and not self._channel.synced():
+            # A resize announced on its own: the server may have dropped the poll's requests
+            # with it (TigerVNC does), so its marker would never come. Refresh at the new size.
+            self._polling = "full"
+            self._channel.poll(full=True)
+            return
         real = [r for r in rects if r != (0, 0, 1, 1)]
         if self._polling == "changes" and any(x == 0 and y == 0 for x, y, _, _ in rects):
             self._answered()

@@ -37,7 +37,7 @@ from vnc_use.desktops.rfb_security import (
     NONE,
     Security,
 )
-from vnc_use.desktops.settle import SettlePolicy, UpdateWatcher, WatchResult, capture
+from vnc_use.desktops.settle import Rect, SettlePolicy, UpdateWatcher, WatchResult, capture
 from vnc_use.desktops.vnc.client import (
     _START_LOCK,
     _check_ca_file,
@@ -402,25 +402,46 @@ class VNCController:
 
         def run(client: _Client) -> Any:  # a Deferred firing with (frame, result)
             d: Deferred[tuple[Image.Image, WatchResult]] = Deferred()
-            size = (int(client.width), int(client.height))
-            box = self._box(client)
+            once = _Once(fenced)
 
-            def done(result: WatchResult) -> None:
-                client.update_hook = None
-                client.synced_size = size
-                d.callback((self._crop(client, client.screen), result))
+            def wait() -> None:
+                size = (int(client.width), int(client.height))
+                box = self._box(client)
 
-            watcher = UpdateWatcher(
-                _RfbChannel(client, box),
-                policy,
-                screen_size=(box[2], box[3]),
-                synced=client.synced_size == size and client.screen is not None,
-                done=done,
-                fenced=fenced,
-            )
+                def done(result: WatchResult) -> None:
+                    client.update_hook = None
+                    client.synced_size = size
+                    d.callback((self._crop(client, client.screen), result))
 
-            client.update_hook = watcher.on_update
-            watcher.start()
+                watcher = UpdateWatcher(
+                    _RfbChannel(client, box),
+                    policy,
+                    screen_size=(box[2], box[3]),
+                    synced=client.synced_size == size and client.screen is not None,
+                    done=done,
+                    fenced=once,
+                )
+
+                def on_update(rects: list[Rect]) -> None:
+                    if (int(client.width), int(client.height)) == size:
+                        watcher.on_update(rects)
+                        return
+                    # The desktop was resized during the wait (a user, a VM window): the
+                    # server may have dropped the requests of the old size with the
+                    # announcement (TigerVNC does), so the old wait would never end. Wait
+                    # again at the new size, from a full refresh.
+                    watcher.cancel()
+                    log.info(
+                        "the desktop was resized to %dx%d during a screenshot; waiting again",
+                        client.width,
+                        client.height,
+                    )
+                    wait()
+
+                client.update_hook = on_update
+                watcher.start()
+
+            wait()
             return d
 
         image: Image.Image
@@ -751,11 +772,10 @@ class VNCController:
         """Feed ``sink`` frames from this connection's updates (see
         :mod:`vnc_use.desktops.frametap`) until :meth:`stop_recording` or the disconnect."""
         client = self._require()
-        box = self._box(client)
 
         def start() -> None:
             if client.frame_tap is None:
-                client.frame_tap = FrameTap(TapChannel(client, box), sink)
+                client.frame_tap = FrameTap(TapChannel(client, lambda: self._box(client)), sink)
                 client.frame_tap.start()
 
         reactor.callFromThread(start)
@@ -836,6 +856,19 @@ class VNCController:
                 factory.pending.cancel()  # still connecting: stop the TCP attempt
 
         reactor.callFromThread(abort)
+
+
+class _Once:
+    """A callback that runs at most once however often it is called (a wait begun again
+    after a resize must not report the input handled twice)."""
+
+    def __init__(self, fn: Callable[[], object] | None) -> None:
+        self._fn = fn
+
+    def __call__(self) -> None:
+        fn, self._fn = self._fn, None
+        if fn is not None:
+            fn()
 
 
 def _stop_tap(client: _Client) -> threading.Event:

@@ -23,13 +23,17 @@ __all__ = ["TapChannel", "exclusively"]
 class TapChannel:
     """The requests, screen copies and timers :class:`FrameTap` uses (reactor)."""
 
-    def __init__(self, client: _Client, box: tuple[int, int, int, int]) -> None:
+    def __init__(self, client: _Client, box: Callable[[], tuple[int, int, int, int]]) -> None:
         self._client = client
-        self._box = box  # the screen: never the rest of the framebuffer
+        # The screen as it is now (never the rest of the framebuffer): a desktop resized
+        # during the run is polled, and a full refresh counted, at its new size. With the box
+        # of the start, a full refresh after a shrink never covered it, the poll stayed
+        # outstanding, and every later operation waited for it until the connection's timeout.
+        self._box = box
 
     def poll(self, *, full: bool) -> None:
         c = self._client
-        c.framebufferUpdateRequest(*self._box, incremental=not full)
+        c.framebufferUpdateRequest(*self._box(), incremental=not full)
         if not full:
             c.framebufferUpdateRequest(0, 0, 1, 1, incremental=False)
 
@@ -47,20 +51,22 @@ class TapChannel:
         self._client.synced_size = self._size()
 
     def covers(self, rects: Sequence[Rect]) -> bool:
-        return sum(w * h for _, _, w, h in rects) >= self._box[2] * self._box[3]
+        _, _, w, h = self._box()
+        return sum(rw * rh for _, _, rw, rh in rects) >= w * h
 
     def grab(self) -> Image.Image | None:
         screen = getattr(self._client, "screen", None)
         if screen is None:
             return None
-        x, y, w, h = self._box
+        x, y, w, h = self._box()
         image: Image.Image = screen
         if (x, y, w, h) == (0, 0, *image.size):
             return image  # the sink copies what it keeps while offered (see TapFrame)
         return image.crop((x, y, x + w, y + h))
 
     def to_screen(self, x: int, y: int) -> tuple[int, int]:
-        return x - self._box[0], y - self._box[1]
+        bx, by, _, _ = self._box()
+        return x - bx, y - by
 
     def call_later(self, delay: float, fn: Callable[[], None]) -> Any:
         return reactor.callLater(delay, fn)
